@@ -1,0 +1,63 @@
+package testenv
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// NATS is a real NATS server with JetStream, run in-process on a free
+// loopback port with its store in the test's temp dir. Stop and Start
+// simulate the WAN to HQ going down and coming back: the port and the
+// stored streams stay the same.
+type NATS struct {
+	t    testing.TB
+	Port int
+	Dir  string
+	srv  *server.Server
+}
+
+// StartNATS starts the server and stops it with the test.
+func StartNATS(t testing.TB) *NATS {
+	t.Helper()
+	n := &NATS{t: t, Port: FreePort(t), Dir: filepath.Join(t.TempDir(), "jetstream")}
+	n.Start()
+	t.Cleanup(n.Stop)
+	return n
+}
+
+// URL is the client URL of the server.
+func (n *NATS) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Port) }
+
+// Start (re)starts the server on its port with its store.
+func (n *NATS) Start() {
+	n.t.Helper()
+	if n.srv != nil && n.srv.Running() {
+		return
+	}
+	srv, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: n.Port, JetStream: true, StoreDir: n.Dir,
+		NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
+	})
+	if err != nil {
+		n.t.Fatalf("nats server: %v", err)
+	}
+	go srv.Start()
+	if !srv.ReadyForConnections(10 * time.Second) {
+		n.t.Fatalf("nats server on port %d not ready", n.Port)
+	}
+	n.srv = srv
+}
+
+// Stop shuts the server down and waits until it is gone.
+func (n *NATS) Stop() {
+	if n.srv == nil {
+		return
+	}
+	n.srv.Shutdown()
+	n.srv.WaitForShutdown()
+	n.srv = nil
+}

@@ -1,0 +1,123 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Header names and values carried by every transaction message.
+const (
+	HeaderMsgID  = "Nats-Msg-Id"    // "<store_id>.<flow_no>": JetStream's dedup inside its window
+	HeaderSchema = "Posedge-Schema" // body schema version
+	SchemaV1     = "1"
+
+	DefaultSubjectPrefix = "pos.txn"
+	DefaultStream        = "POS_TXN"
+
+	// HaveSubjectPrefix is where posedge-hq answers "which of these flow
+	// numbers do you hold for my store?". It lies outside the stream's
+	// subjects so the stream never captures requests (contract §5).
+	HaveSubjectPrefix = "posedge.hq.have"
+)
+
+// TxnSubject is the subject of a store's sales and refunds.
+func TxnSubject(prefix, storeID string) string { return prefix + "." + storeID }
+
+// ManifestSubject carries a store's end-of-day manifests.
+func ManifestSubject(prefix, storeID string) string { return prefix + "." + storeID + ".manifest" }
+
+// HeartbeatSubject carries a store's minute heartbeats.
+func HeartbeatSubject(prefix, storeID string) string { return prefix + "." + storeID + ".heartbeat" }
+
+// HaveSubject is the request subject for a store's "what do you hold" query.
+func HaveSubject(storeID string) string { return HaveSubjectPrefix + "." + storeID }
+
+// MsgID is the Nats-Msg-Id of a transaction.
+func MsgID(storeID, flowNo string) string { return storeID + "." + flowNo }
+
+// Txn is the part of a transaction body (the JSON returned to the
+// terminal) that HQ needs to index it; the whole body is stored as is.
+type Txn struct {
+	FlowNo         string `json:"flow_no"`
+	StoreID        string `json:"store_id"`
+	TerminalID     string `json:"terminal_id"`
+	Kind           string `json:"kind"`
+	TotalCents     int64  `json:"total_cents"`
+	Tender         string `json:"tender"`
+	CreatedAt      string `json:"created_at"`
+	OccurredAt     string `json:"occurred_at"`
+	OriginalFlowNo string `json:"original_flow_no,omitempty"`
+}
+
+// ErrInvalid marks a body HQ can never store, whatever the retry: the
+// sender should quarantine it rather than resend.
+var ErrInvalid = errors.New("invalid transaction message")
+
+// ParseTxn decodes and checks a transaction body.
+func ParseTxn(body []byte) (Txn, error) {
+	var t Txn
+	if err := json.Unmarshal(body, &t); err != nil {
+		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	var missing []string
+	if t.FlowNo == "" {
+		missing = append(missing, "flow_no")
+	}
+	if t.StoreID == "" {
+		missing = append(missing, "store_id")
+	}
+	if t.TerminalID == "" {
+		missing = append(missing, "terminal_id")
+	}
+	if t.Kind != "sale" && t.Kind != "refund" {
+		missing = append(missing, "kind")
+	}
+	if t.CreatedAt == "" {
+		missing = append(missing, "created_at")
+	}
+	if t.TotalCents < 0 {
+		missing = append(missing, "total_cents")
+	}
+	if len(missing) > 0 {
+		return t, fmt.Errorf("%w: bad or missing %s", ErrInvalid, strings.Join(missing, ", "))
+	}
+	return t, nil
+}
+
+// HaveRequest asks HQ which of the listed flow numbers it holds.
+type HaveRequest struct {
+	StoreID string   `json:"store_id"`
+	FlowNos []string `json:"flow_nos"`
+}
+
+// HaveReply lists the requested flow numbers HQ holds.
+type HaveReply struct {
+	Have  []string `json:"have"`
+	Error string   `json:"error,omitempty"`
+}
+
+// Manifest is a terminal's day as the store saw it, published at the end
+// of each business day (and on demand) so HQ can tell a complete day.
+type Manifest struct {
+	StoreID     string `json:"store_id"`
+	TerminalID  string `json:"terminal_id"`
+	Date        string `json:"date"` // YYYYMMDD, store time zone
+	Sales       int64  `json:"sales"`
+	SalesCents  int64  `json:"sales_cents"`
+	Refunds     int64  `json:"refunds"`
+	RefundCents int64  `json:"refund_cents"`
+	FirstFlowNo string `json:"first_flow_no"`
+	LastFlowNo  string `json:"last_flow_no"`
+	SentAt      string `json:"sent_at"`
+}
+
+// Heartbeat says a store is alive and how much it still has to send.
+type Heartbeat struct {
+	StoreID      string `json:"store_id"`
+	SentAt       string `json:"sent_at"`
+	Backlog      int64  `json:"backlog"`
+	OldestUnsent string `json:"oldest_unsent,omitempty"`
+	Version      string `json:"version"`
+}
