@@ -1,0 +1,2 @@
+-- placeholder so the embed pattern matches until scripts land
+return 0
