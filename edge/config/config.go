@@ -1,0 +1,445 @@
+package config
+
+import (
+	"bytes"
+
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"regexp"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// ErrNoConfig means the config file does not exist, as opposed to a file
+// that exists but is wrong (errors.Is tells them apart).
+var ErrNoConfig = errors.New("no config file")
+
+// DefaultPath is where the service looks for its config.
+func DefaultPath() string {
+	if runtime.GOOS == "windows" {
+		pd := os.Getenv("ProgramData")
+		if pd == "" {
+			pd = `C:\ProgramData`
+		}
+		return pd + `\posedge\posedge.yaml`
+	}
+	return "/etc/posedge/posedge.yaml"
+}
+
+// Duration is a time.Duration written as "1s", "2m" in YAML. A value that
+// does not parse is kept and reported by Validate under its key, so the
+// operator sees every problem at once with its name.
+type Duration struct {
+	d   time.Duration
+	bad string
+}
+
+// Dur makes a Duration.
+func Dur(d time.Duration) Duration { return Duration{d: d} }
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		*d = Duration{bad: string(b)}
+		return nil
+	}
+	*d = Duration{d: v}
+	return nil
+}
+
+// MarshalText writes the duration in Go form.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.d.String()), nil }
+
+// D is the duration as a time.Duration.
+func (d Duration) D() time.Duration { return d.d }
+
+// Policy is one sliding window: at most Limit requests per Window.
+type Policy struct {
+	Limit  int      `yaml:"limit"`
+	Window Duration `yaml:"window"`
+}
+
+// Config is the whole posedge.yaml (contract §2).
+type Config struct {
+	StoreID  string `yaml:"store_id"`
+	NodeID   int    `yaml:"node_id"`
+	Timezone string `yaml:"timezone"`
+	Listen   string `yaml:"listen"`
+	TLS      struct {
+		CertFile string `yaml:"cert_file"`
+		KeyFile  string `yaml:"key_file"`
+	} `yaml:"tls"`
+	Admin struct {
+		Listen    string `yaml:"listen"`
+		TokenFile string `yaml:"token_file"`
+	} `yaml:"admin"`
+	Redis struct {
+		Sentinels        []string `yaml:"sentinels"`
+		MasterName       string   `yaml:"master_name"`
+		Addr             string   `yaml:"addr"`
+		Password         string   `yaml:"password"`
+		SentinelPassword string   `yaml:"sentinel_password"`
+		Replicas         int      `yaml:"replicas"`
+		MinReplicasAck   *int     `yaml:"min_replicas_ack"`
+		Timeout          Duration `yaml:"timeout"`      // deadline of one Redis call on the request path
+		WaitTimeout      Duration `yaml:"wait_timeout"` // WAIT for replicas after money writes
+	} `yaml:"redis"`
+	Journal struct {
+		Path          string   `yaml:"path"`
+		WarnFreeBytes int64    `yaml:"warn_free_bytes"`
+		CritFreeBytes int64    `yaml:"crit_free_bytes"`
+		QuotaBytes    int64    `yaml:"quota_bytes"`
+		Retention     Duration `yaml:"retention"`
+	} `yaml:"journal"`
+	HQ struct {
+		NATSURL        string   `yaml:"nats_url"`
+		CredsFile      string   `yaml:"creds_file"`
+		CAFile         string   `yaml:"ca_file"`
+		CertFile       string   `yaml:"cert_file"`
+		KeyFile        string   `yaml:"key_file"`
+		SubjectPrefix  string   `yaml:"subject_prefix"`
+		BatchSize      int      `yaml:"batch_size"`
+		BatchBytes     int      `yaml:"batch_bytes"`
+		BacklogCritAge Duration `yaml:"backlog_crit_age"`
+		AckTimeout     Duration `yaml:"ack_timeout"`
+	} `yaml:"hq"`
+	Limits struct {
+		Store            Policy            `yaml:"store"`
+		Terminal         Policy            `yaml:"terminal"`
+		Actions          map[string]Policy `yaml:"actions"`
+		FallbackFraction float64           `yaml:"fallback_fraction"`
+	} `yaml:"limits"`
+	Terminals []Terminal `yaml:"terminals"`
+	Log       struct {
+		Level  string `yaml:"level"`
+		Format string `yaml:"format"`
+	} `yaml:"log"`
+
+	// Path is the file the config was read from (not a YAML key).
+	Path string `yaml:"-"`
+}
+
+// Terminal is one till allowed to call the terminal API.
+type Terminal struct {
+	ID        string `yaml:"id"`
+	KeySHA256 string `yaml:"key_sha256"`
+}
+
+// Actions are the limiter's action names (contract §3).
+var actionNames = []string{"scan", "pay", "refund", "sync"}
+
+// Defaults returns a config with every default of the contract.
+func Defaults() Config {
+	var c Config
+	c.Timezone = "UTC"
+	c.Listen = "0.0.0.0:8080"
+	c.Admin.Listen = "127.0.0.1:8081"
+	c.Redis.MasterName = "posedge"
+	c.Redis.Replicas = 2
+	c.Redis.Timeout = Dur(300 * time.Millisecond)
+	c.Redis.WaitTimeout = Dur(100 * time.Millisecond)
+	c.Journal.Path = "/var/lib/posedge/journal.db"
+	c.Journal.WarnFreeBytes = 1 << 30
+	c.Journal.CritFreeBytes = 256 << 20
+	c.Journal.Retention = Dur(90 * 24 * time.Hour)
+	c.HQ.SubjectPrefix = "pos.txn"
+	c.HQ.BatchSize = 500
+	c.HQ.BatchBytes = 4 << 20
+	c.HQ.BacklogCritAge = Dur(time.Hour)
+	c.HQ.AckTimeout = Dur(10 * time.Second)
+	c.Limits.Store = Policy{1000, Dur(time.Second)}
+	c.Limits.Terminal = Policy{100, Dur(time.Second)}
+	c.Limits.Actions = map[string]Policy{
+		"scan":   {20, Dur(time.Second)},
+		"pay":    {5, Dur(2 * time.Second)},
+		"refund": {3, Dur(5 * time.Second)},
+		"sync":   {50, Dur(60 * time.Second)},
+	}
+	c.Limits.FallbackFraction = 0.5
+	c.Log.Level = "info"
+	c.Log.Format = "text"
+	return c
+}
+
+// Load reads, parses and validates the file at path. The error names the
+// file and, for each problem, the key.
+func Load(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return Config{}, fmt.Errorf("%s: %w", path, ErrNoConfig)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("read config %s: %w", path, err)
+	}
+	c, err := Parse(b)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	c.Path = path
+	return c, nil
+}
+
+// Parse decodes YAML over the defaults and validates the result.
+func Parse(b []byte) (Config, error) {
+	c := Defaults()
+	// Actions given in the file replace the default entry by entry; an
+	// action left out keeps its default.
+	def := c.Limits.Actions
+	c.Limits.Actions = nil
+	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("parse: %s", yaml.FormatError(err, false, true))
+	}
+	merged := map[string]Policy{}
+	for k, v := range def {
+		merged[k] = v
+	}
+	for k, v := range c.Limits.Actions {
+		merged[k] = v
+	}
+	c.Limits.Actions = merged
+	if c.Redis.MinReplicasAck == nil {
+		n := 1
+		if c.Redis.Addr != "" {
+			n = 0
+		}
+		c.Redis.MinReplicasAck = &n
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// FieldError is one problem with one key.
+type FieldError struct {
+	Key string
+	Err string
+}
+
+func (e FieldError) Error() string { return e.Key + ": " + e.Err }
+
+// ValidationError lists every problem found, each naming its key.
+type ValidationError []FieldError
+
+func (v ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d problem(s):", len(v))
+	for _, e := range v {
+		b.WriteString("\n  - " + e.Error())
+	}
+	return b.String()
+}
+
+var (
+	idPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	sha256Hex    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+	subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+)
+
+// Validate checks every key and reports all problems at once.
+func (c *Config) Validate() error {
+	var errs ValidationError
+	add := func(key, f string, a ...any) { errs = append(errs, FieldError{key, fmt.Sprintf(f, a...)}) }
+	durations := map[string]Duration{
+		"redis.timeout": c.Redis.Timeout, "redis.wait_timeout": c.Redis.WaitTimeout,
+		"journal.retention": c.Journal.Retention, "hq.backlog_crit_age": c.HQ.BacklogCritAge,
+		"hq.ack_timeout": c.HQ.AckTimeout, "limits.store.window": c.Limits.Store.Window,
+		"limits.terminal.window": c.Limits.Terminal.Window,
+	}
+	for k, p := range c.Limits.Actions {
+		durations["limits.actions."+k+".window"] = p.Window
+	}
+	badKeys := make([]string, 0)
+	for k, d := range durations {
+		if d.bad != "" {
+			badKeys = append(badKeys, k)
+		}
+	}
+	sort.Strings(badKeys)
+	for _, k := range badKeys {
+		add(k, "not a duration like \"1s\" or \"2m\": %q", durations[k].bad)
+	}
+
+	if !idPattern.MatchString(c.StoreID) {
+		add("store_id", "must be 1-32 of [A-Za-z0-9_-], got %q", c.StoreID)
+	}
+	if c.NodeID < 0 || c.NodeID > 9 {
+		add("node_id", "must be 0-9, got %d", c.NodeID)
+	}
+	if _, err := time.LoadLocation(c.Timezone); err != nil || c.Timezone == "" {
+		add("timezone", "unknown IANA time zone %q", c.Timezone)
+	}
+	checkAddr := func(key, v string) {
+		if _, _, err := net.SplitHostPort(v); err != nil {
+			add(key, "must be host:port, got %q", v)
+		}
+	}
+	checkAddr("listen", c.Listen)
+	checkAddr("admin.listen", c.Admin.Listen)
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		add("tls", "cert_file and key_file go together: give both or neither")
+	}
+	if c.Admin.TokenFile == "" && !IsLoopback(c.Admin.Listen) {
+		add("admin.token_file", "required because admin.listen %q is not a loopback address", c.Admin.Listen)
+	}
+	if c.Redis.Addr == "" && len(c.Redis.Sentinels) == 0 {
+		add("redis.sentinels", "give the sentinels (or redis.addr for a single development node)")
+	}
+	if c.Redis.Addr != "" && len(c.Redis.Sentinels) > 0 {
+		add("redis.addr", "give either redis.addr or redis.sentinels, not both")
+	}
+	for i, s := range c.Redis.Sentinels {
+		checkAddr(fmt.Sprintf("redis.sentinels[%d]", i), s)
+	}
+	if c.Redis.Addr != "" {
+		checkAddr("redis.addr", c.Redis.Addr)
+	}
+	if len(c.Redis.Sentinels) > 0 && c.Redis.MasterName == "" {
+		add("redis.master_name", "required with sentinels")
+	}
+	if c.Redis.Replicas < 0 {
+		add("redis.replicas", "must be >= 0, got %d", c.Redis.Replicas)
+	}
+	if c.Redis.MinReplicasAck != nil && (*c.Redis.MinReplicasAck < 0 || *c.Redis.MinReplicasAck > c.Redis.Replicas) {
+		add("redis.min_replicas_ack", "must be 0..redis.replicas (%d), got %d", c.Redis.Replicas, *c.Redis.MinReplicasAck)
+	}
+	if c.Redis.Timeout.D() <= 0 || c.Redis.Timeout.D() > 5*time.Second {
+		add("redis.timeout", "must be in (0, 5s], got %v", c.Redis.Timeout.D())
+	}
+	if c.Redis.WaitTimeout.D() < 0 || c.Redis.WaitTimeout.D() > 5*time.Second {
+		add("redis.wait_timeout", "must be in [0, 5s], got %v", c.Redis.WaitTimeout.D())
+	}
+	if c.Journal.Path == "" {
+		add("journal.path", "required")
+	}
+	if c.Journal.WarnFreeBytes < 0 || c.Journal.CritFreeBytes < 0 {
+		add("journal.warn_free_bytes", "free-space thresholds must be >= 0")
+	} else if c.Journal.CritFreeBytes > c.Journal.WarnFreeBytes {
+		add("journal.crit_free_bytes", "must not exceed journal.warn_free_bytes")
+	}
+	if c.Journal.QuotaBytes < 0 {
+		add("journal.quota_bytes", "must be >= 0 (0 = no quota)")
+	}
+	if c.Journal.Retention.D() < 24*time.Hour {
+		add("journal.retention", "must be at least 24h (idempotency keys are kept 24 h), got %v", c.Journal.Retention.D())
+	}
+	if c.HQ.NATSURL == "" {
+		add("hq.nats_url", "required, e.g. nats://hq.example:4222")
+	}
+	if !subjectToken.MatchString(c.HQ.SubjectPrefix) {
+		add("hq.subject_prefix", "must be dot-separated tokens of [A-Za-z0-9_-], got %q", c.HQ.SubjectPrefix)
+	}
+	if c.HQ.BatchSize < 1 || c.HQ.BatchSize > 10000 {
+		add("hq.batch_size", "must be 1-10000, got %d", c.HQ.BatchSize)
+	}
+	if c.HQ.BatchBytes < 64<<10 {
+		add("hq.batch_bytes", "must be at least 65536, got %d", c.HQ.BatchBytes)
+	}
+	if c.HQ.BacklogCritAge.D() <= 0 {
+		add("hq.backlog_crit_age", "must be > 0")
+	}
+	if c.HQ.AckTimeout.D() <= 0 {
+		add("hq.ack_timeout", "must be > 0")
+	}
+	checkPolicy := func(key string, p Policy) {
+		if p.Limit < 1 {
+			add(key+".limit", "must be >= 1, got %d", p.Limit)
+		}
+		if p.Window.D() < time.Millisecond {
+			add(key+".window", "must be at least 1ms, got %v", p.Window.D())
+		}
+	}
+	checkPolicy("limits.store", c.Limits.Store)
+	checkPolicy("limits.terminal", c.Limits.Terminal)
+	names := make([]string, 0, len(c.Limits.Actions))
+	for k := range c.Limits.Actions {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		known := false
+		for _, a := range actionNames {
+			known = known || a == k
+		}
+		if !known {
+			add("limits.actions."+k, "unknown action (known: %s)", strings.Join(actionNames, ", "))
+			continue
+		}
+		checkPolicy("limits.actions."+k, c.Limits.Actions[k])
+	}
+	if c.Limits.FallbackFraction <= 0 || c.Limits.FallbackFraction > 1 {
+		add("limits.fallback_fraction", "must be in (0, 1], got %v", c.Limits.FallbackFraction)
+	}
+	if len(c.Terminals) == 0 {
+		add("terminals", "at least one terminal is required")
+	}
+	seenID, seenKey := map[string]bool{}, map[string]bool{}
+	for i, t := range c.Terminals {
+		key := fmt.Sprintf("terminals[%d]", i)
+		if !idPattern.MatchString(t.ID) {
+			add(key+".id", "must be 1-32 of [A-Za-z0-9_-], got %q", t.ID)
+		} else if seenID[t.ID] {
+			add(key+".id", "duplicate terminal id %q", t.ID)
+		}
+		seenID[t.ID] = true
+		if !sha256Hex.MatchString(t.KeySHA256) {
+			add(key+".key_sha256", "must be 64 hex digits (sha256 of the terminal's key)")
+		} else if seenKey[strings.ToLower(t.KeySHA256)] {
+			add(key+".key_sha256", "two terminals share one key")
+		}
+		seenKey[strings.ToLower(t.KeySHA256)] = true
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		add("log.level", "must be debug, info, warn or error, got %q", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		add("log.format", "must be text or json, got %q", c.Log.Format)
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// Location is the store's time zone (valid after Validate).
+func (c *Config) Location() *time.Location {
+	loc, err := time.LoadLocation(c.Timezone)
+	if err != nil {
+		return time.UTC
+	}
+	return loc
+}
+
+// TerminalKeys maps the lower-case hex sha256 of each key to its terminal id.
+func (c *Config) TerminalKeys() map[string]string {
+	m := make(map[string]string, len(c.Terminals))
+	for _, t := range c.Terminals {
+		m[strings.ToLower(t.KeySHA256)] = t.ID
+	}
+	return m
+}
+
+// IsLoopback reports whether a host:port listens on loopback only.
+func IsLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,132 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const minimal = `store_id: "S001"
+listen: "127.0.0.1:18090"
+admin: {listen: "127.0.0.1:18091"}
+redis: {sentinels: ["127.0.0.1:26379"], master_name: "posedge"}
+journal: {path: "/tmp/j.db"}
+hq: {nats_url: "nats://127.0.0.1:4222"}
+terminals:
+  - {id: "T01", key_sha256: "` + "0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f" + `"}
+`
+
+func TestParseMinimalGetsContractDefaults(t *testing.T) {
+	c, err := Parse([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.Actions["pay"].Limit != 5 || c.Limits.Actions["pay"].Window.D() != 2*time.Second {
+		t.Errorf("pay default %+v", c.Limits.Actions["pay"])
+	}
+	if *c.Redis.MinReplicasAck != 1 || c.HQ.BatchSize != 500 || c.HQ.SubjectPrefix != "pos.txn" || c.Timezone != "UTC" {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+	if c.HQ.BacklogCritAge.D() != time.Hour || c.Journal.WarnFreeBytes != 1<<30 {
+		t.Errorf("defaults not applied: %+v", c)
+	}
+}
+
+func TestParseOverridesOneActionKeepsOthers(t *testing.T) {
+	c, err := Parse([]byte(minimal + "limits:\n  actions:\n    scan: {limit: 7, window: \"3s\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Limits.Actions["scan"].Limit != 7 || c.Limits.Actions["refund"].Limit != 3 {
+		t.Errorf("actions %+v", c.Limits.Actions)
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := []struct {
+		name  string
+		extra string
+		keys  []string // every key that must be named
+	}{
+		{"unknown key", "colour: blue\n", []string{"colour"}},
+		{"unknown nested key", "hq: {nats_url: \"nats://x:1\", bogus: 1}\n", []string{`unknown field "bogus"`}},
+		{"bad duration", "hq: {nats_url: \"nats://x:1\", backlog_crit_age: \"soon\"}\n", []string{"hq.backlog_crit_age: not a duration"}},
+		{"unknown action and bad limit", "limits:\n  actions:\n    dance: {limit: 1, window: \"1s\"}\n    pay: {limit: 0, window: \"1s\"}\n", []string{"limits.actions.dance", "limits.actions.pay.limit"}},
+		{"fraction", "limits: {fallback_fraction: 1.5}\n", []string{"limits.fallback_fraction"}},
+		{"node id and tz", "node_id: 12\ntimezone: \"Mars/Olympus\"\n", []string{"node_id", "timezone"}},
+		{"tls half", "tls: {cert_file: \"/a\"}\n", []string{"tls"}},
+		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},
+		{"min ack", "redis: {sentinels: [\"127.0.0.1:1\"], replicas: 1, min_replicas_ack: 2}\n", []string{"redis.min_replicas_ack"}},
+		{"retention", "journal: {path: \"/x\", retention: \"1h\"}\n", []string{"journal.retention"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(withSection(minimal, tc.extra)))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, k := range tc.keys {
+				if !strings.Contains(err.Error(), k) {
+					t.Errorf("error does not name %q:\n%v", k, err)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblemAtOnce(t *testing.T) {
+	_, err := Parse([]byte(`store_id: "bad id!"
+terminals:
+  - {id: "T:01", key_sha256: "zz"}
+  - {id: "T:01", key_sha256: "zz"}
+`))
+	var ve ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("want ValidationError, got %v", err)
+	}
+	for _, k := range []string{"store_id", "redis.sentinels", "hq.nats_url", "terminals[0].id", "terminals[0].key_sha256", "terminals[1].id"} {
+		if !strings.Contains(err.Error(), k+":") {
+			t.Errorf("missing %s in:\n%v", k, err)
+		}
+	}
+}
+
+func TestLoadTellsMissingFromBad(t *testing.T) {
+	dir := t.TempDir()
+	_, err := Load(filepath.Join(dir, "nope.yaml"))
+	if !errors.Is(err, ErrNoConfig) {
+		t.Fatalf("missing file: %v", err)
+	}
+	p := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(p, []byte("store_id: [\n"), 0o644)
+	_, err = Load(p)
+	if err == nil || errors.Is(err, ErrNoConfig) || !strings.Contains(err.Error(), p) {
+		t.Fatalf("bad file: %v", err)
+	}
+}
+
+// withSection appends extra to base, dropping base's top-level sections
+// that extra redefines (YAML rejects a key defined twice).
+func withSection(base, extra string) string {
+	redefined := map[string]bool{}
+	for _, l := range strings.Split(extra, "\n") {
+		if k, _, ok := strings.Cut(l, ":"); ok && !strings.HasPrefix(l, " ") {
+			redefined[k] = true
+		}
+	}
+	var out []string
+	skipping := false
+	for _, l := range strings.Split(base, "\n") {
+		if !strings.HasPrefix(l, " ") {
+			k, _, _ := strings.Cut(l, ":")
+			skipping = redefined[k]
+		}
+		if !skipping {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n") + extra
+}
