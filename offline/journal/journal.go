@@ -1,0 +1,373 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// States of a row on its way to HQ.
+const (
+	StatePending     = "pending"     // journaled, not yet published
+	StateSent        = "sent"        // published at least once, no ack yet
+	StateAcked       = "acked"       // JetStream acknowledged: HQ will have it
+	StateQuarantined = "quarantined" // HQ refused it for good; kept, not resent
+)
+
+// Modes a transaction was recorded in.
+const (
+	ModeNormal    = "normal"    // Redis applied it before the journal commit
+	ModeDegraded  = "degraded"  // Redis was down: applied later by the reconciler
+	ModeRecovered = "recovered" // found in Redis after a crash, journaled late
+)
+
+// Errors callers tell apart with errors.Is.
+var (
+	// ErrDuplicateKey: the terminal already journaled a transaction with
+	// this idempotency key; the caller replays that one.
+	ErrDuplicateKey = errors.New("idempotency key already journaled")
+	// ErrDuplicateFlow: the flow number is already taken. It must never
+	// happen; seeing it means the sequence went back (a failover lost INCRs).
+	ErrDuplicateFlow = errors.New("flow number already journaled")
+	// ErrUnavailable: the write could not be made durable (disk full, I/O
+	// error, closed journal). The sale must not be acknowledged.
+	ErrUnavailable = errors.New("journal unavailable")
+)
+
+// Line is one line of a sale or refund.
+type Line struct {
+	Barcode    string `json:"barcode"`
+	Qty        int64  `json:"qty"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// Txn is one journaled sale or refund.
+type Txn struct {
+	FlowNo         string
+	Seq            int64 // Redis sequence number of a normal-mode flow number, else 0
+	TerminalID     string
+	IdemKey        string
+	Fingerprint    string
+	Kind           string // sale | refund
+	OriginalFlowNo string
+	Tender         string
+	TotalCents     int64
+	BusinessDay    string // YYYYMMDD in the store's time zone
+	BusinessHour   string // 00..23
+	CreatedAt      time.Time
+	Lines          []Line
+	Body           []byte // the JSON answered to the terminal, byte for byte
+	Mode           string
+	Applied        bool // its effects are in Redis
+	State          string
+	Attempts       int
+	LastError      string
+}
+
+// Options tune a journal.
+type Options struct {
+	BusyTimeout  time.Duration // default 10s
+	MaxBatch     int           // transactions sharing one commit; default 128
+	MaxPageCount int64         // SQLite max_page_count, 0 = unlimited (tests fill the disk with it)
+	ReadOnly     bool          // for `posedge status` when the daemon is down
+	Logger       *slog.Logger
+}
+
+// Journal is an open journal file.
+type Journal struct {
+	path string
+	w    *sql.DB // exactly one connection: the single writer
+	r    *sql.DB // readers; WAL lets them run beside the writer
+	log  *slog.Logger
+	opt  Options
+
+	reqs    chan *writeReq
+	stop    chan struct{}
+	stopped chan struct{}
+	once    sync.Once
+}
+
+func dsn(path string, o Options, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", o.BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	if readOnly {
+		q.Add("mode", "ro")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
+		q.Add("_txlock", "immediate")
+		if o.MaxPageCount > 0 {
+			q.Add("_pragma", fmt.Sprintf("max_page_count(%d)", o.MaxPageCount))
+		}
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating if needed) the journal at path, migrates its
+// schema and runs a quick integrity check.
+func Open(ctx context.Context, path string, o Options) (*Journal, error) {
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.MaxBatch == 0 {
+		o.MaxBatch = 128
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	j := &Journal{path: path, log: o.Logger, opt: o, reqs: make(chan *writeReq, 1024),
+		stop: make(chan struct{}), stopped: make(chan struct{})}
+	if o.ReadOnly {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("open journal %s read-only: %w", path, err)
+		}
+		r, err := sql.Open("sqlite", dsn(path, o, true))
+		if err != nil {
+			return nil, fmt.Errorf("open journal %s: %w", path, err)
+		}
+		j.r = r
+		close(j.stopped)
+		return j, nil
+	}
+	w, err := sql.Open("sqlite", dsn(path, o, false))
+	if err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	if err := migrate(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("migrate journal %s: %w", path, err)
+	}
+	var ok string
+	if err := w.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&ok); err != nil || ok != "ok" {
+		w.Close()
+		return nil, fmt.Errorf("journal %s failed its integrity check (%q, %v): restore it from a backup (posedge journal backup) or move it aside", path, ok, err)
+	}
+	r, err := sql.Open("sqlite", dsn(path, Options{BusyTimeout: o.BusyTimeout}, false))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open journal readers %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	j.w, j.r = w, r
+	go j.writer()
+	return j, nil
+}
+
+// Path is the journal file.
+func (j *Journal) Path() string { return j.path }
+
+// Close stops the writer after the writes already queued and closes the file.
+func (j *Journal) Close() error {
+	j.once.Do(func() { close(j.stop) })
+	<-j.stopped
+	var errs []error
+	if j.w != nil {
+		errs = append(errs, j.w.Close())
+	}
+	errs = append(errs, j.r.Close())
+	return errors.Join(errs...)
+}
+
+const schema = `
+CREATE TABLE IF NOT EXISTS txns (
+	flow_no          TEXT PRIMARY KEY,
+	seq              INTEGER NOT NULL DEFAULT 0,
+	terminal_id      TEXT NOT NULL,
+	idem_key         TEXT NOT NULL,
+	fingerprint      TEXT NOT NULL,
+	kind             TEXT NOT NULL CHECK (kind IN ('sale','refund')),
+	original_flow_no TEXT NOT NULL DEFAULT '',
+	tender           TEXT NOT NULL,
+	total_cents      INTEGER NOT NULL CHECK (total_cents >= 0),
+	business_day     TEXT NOT NULL,
+	business_hour    TEXT NOT NULL,
+	created_at       TEXT NOT NULL,
+	body             BLOB NOT NULL,
+	mode             TEXT NOT NULL,
+	applied          INTEGER NOT NULL DEFAULT 1,
+	state            TEXT NOT NULL DEFAULT 'pending',
+	attempts         INTEGER NOT NULL DEFAULT 0,
+	last_error       TEXT NOT NULL DEFAULT '',
+	journaled_at     TEXT NOT NULL,
+	acked_at         TEXT,
+	UNIQUE (terminal_id, idem_key)
+);
+CREATE INDEX IF NOT EXISTS txns_outbox ON txns(state) WHERE state IN ('pending','sent');
+CREATE INDEX IF NOT EXISTS txns_unapplied ON txns(applied) WHERE applied = 0;
+CREATE INDEX IF NOT EXISTS txns_day ON txns(business_day);
+CREATE INDEX IF NOT EXISTS txns_original ON txns(original_flow_no) WHERE original_flow_no != '';
+CREATE TABLE IF NOT EXISTS txn_lines (
+	flow_no     TEXT NOT NULL REFERENCES txns(flow_no) ON DELETE CASCADE,
+	n           INTEGER NOT NULL,
+	barcode     TEXT NOT NULL,
+	qty         INTEGER NOT NULL,
+	price_cents INTEGER NOT NULL,
+	PRIMARY KEY (flow_no, n)
+);
+CREATE TABLE IF NOT EXISTS items (
+	barcode     TEXT PRIMARY KEY,
+	name        TEXT NOT NULL,
+	price_cents INTEGER NOT NULL,
+	stock       INTEGER NOT NULL,
+	updated_at  TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS quarantine (
+	flow_no TEXT PRIMARY KEY REFERENCES txns(flow_no) ON DELETE CASCADE,
+	reason  TEXT NOT NULL,
+	at      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
+`
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	_, err := db.ExecContext(ctx, schema)
+	return err
+}
+
+// writeReq is one unit of work for the single writer: fn runs inside a
+// savepoint of the shared transaction, so one failing request does not
+// undo the others committed in the same fsync.
+type writeReq struct {
+	ctx  context.Context
+	fn   func(tx *sql.Tx) error
+	done chan error
+}
+
+// write queues fn for the writer and waits until it is durable (its
+// transaction committed with synchronous=FULL) or failed.
+func (j *Journal) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	if j.w == nil {
+		return fmt.Errorf("%w: opened read-only", ErrUnavailable)
+	}
+	req := &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)}
+	select {
+	case j.reqs <- req:
+	case <-j.stop:
+		return fmt.Errorf("%w: closed", ErrUnavailable)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Once queued, wait for the outcome even if ctx ends: the caller must
+	// know whether its row is durable.
+	return <-req.done
+}
+
+func (j *Journal) writer() {
+	defer close(j.stopped)
+	for {
+		var first *writeReq
+		select {
+		case first = <-j.reqs:
+		case <-j.stop:
+			// Drain what was queued before Close.
+			for {
+				select {
+				case r := <-j.reqs:
+					j.commit([]*writeReq{r})
+				default:
+					return
+				}
+			}
+		}
+		batch := []*writeReq{first}
+	fill:
+		for len(batch) < j.opt.MaxBatch {
+			select {
+			case r := <-j.reqs:
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		j.commit(batch)
+	}
+}
+
+// commit runs a batch in one transaction: one fsync for all of them.
+func (j *Journal) commit(batch []*writeReq) {
+	fail := func(err error) {
+		for _, r := range batch {
+			r.done <- err
+		}
+	}
+	tx, err := j.w.Begin()
+	if err != nil {
+		fail(fmt.Errorf("%w: begin: %v", ErrUnavailable, err))
+		return
+	}
+	results := make([]error, len(batch))
+	for i, r := range batch {
+		if r.ctx.Err() != nil {
+			results[i] = r.ctx.Err()
+			continue
+		}
+		if _, err := tx.Exec("SAVEPOINT w"); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("%w: savepoint: %v", ErrUnavailable, err))
+			return
+		}
+		if err := r.fn(tx); err != nil {
+			results[i] = classify(err)
+			if _, rerr := tx.Exec("ROLLBACK TO w"); rerr != nil {
+				tx.Rollback()
+				fail(fmt.Errorf("%w: rollback to savepoint: %v", ErrUnavailable, rerr))
+				return
+			}
+		}
+		if _, err := tx.Exec("RELEASE w"); err != nil {
+			tx.Rollback()
+			fail(fmt.Errorf("%w: release savepoint: %v", ErrUnavailable, err))
+			return
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		tx.Rollback()
+		j.log.Error("journal commit failed", "err", err, "batch", len(batch))
+		fail(fmt.Errorf("%w: commit: %v", ErrUnavailable, err))
+		return
+	}
+	for i, r := range batch {
+		r.done <- results[i]
+	}
+}
+
+// classify turns SQLite errors into the journal's error values.
+func classify(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			if strings.Contains(se.Error(), "idem_key") {
+				return fmt.Errorf("%w: %v", ErrDuplicateKey, err)
+			}
+			return fmt.Errorf("%w: %v", ErrDuplicateFlow, err)
+		case sqlite3.SQLITE_FULL, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+		if se.Code()&0xff == sqlite3.SQLITE_FULL || se.Code()&0xff == sqlite3.SQLITE_IOERR {
+			return fmt.Errorf("%w: %v", ErrUnavailable, err)
+		}
+	}
+	return err
+}
+
+func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+func parseTS(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}

@@ -1,0 +1,166 @@
+package journal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+func openTemp(t *testing.T, o Options) *Journal {
+	t.Helper()
+	j, err := Open(context.Background(), filepath.Join(t.TempDir(), "journal.db"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
+func sale(n int) Txn {
+	return Txn{FlowNo: fmt.Sprintf("1%015d", n), Seq: int64(n), TerminalID: "T01", IdemKey: fmt.Sprintf("k%d", n),
+		Fingerprint: "fp", Kind: "sale", Tender: "cash", TotalCents: 199, BusinessDay: "20261130", BusinessHour: "10",
+		CreatedAt: time.Now(), Lines: []Line{{Barcode: "A", Qty: 1, PriceCents: 199}}, Body: []byte(`{"x":1}`), Applied: true}
+}
+
+func TestConcurrentAppendsAreAllDurable(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "journal.db")
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := 1; i <= 200; i++ {
+		wg.Add(1)
+		go func(i int) { defer wg.Done(); errs <- j.Append(ctx, sale(i)) }(i)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	j.Close()
+	// Reopen as another process would after a crash: every row is there.
+	j2, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j2.Close()
+	st, _ := j2.Stats(ctx)
+	if st.Rows != 200 || st.Backlog != 200 {
+		t.Fatalf("stats %+v", st)
+	}
+	if m, _ := j2.MaxSeq(ctx); m != 200 {
+		t.Fatalf("max seq %d", m)
+	}
+}
+
+func TestDuplicatesAreRefusedAloneInTheirBatch(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	if err := j.Append(ctx, sale(1)); err != nil {
+		t.Fatal(err)
+	}
+	dupKey := sale(2)
+	dupKey.IdemKey = "k1"
+	dupFlow := sale(3)
+	dupFlow.FlowNo = sale(1).FlowNo
+	var wg sync.WaitGroup
+	var e2, e3, e4 error
+	wg.Add(3)
+	go func() { defer wg.Done(); e2 = j.Append(ctx, dupKey) }()
+	go func() { defer wg.Done(); e3 = j.Append(ctx, dupFlow) }()
+	go func() { defer wg.Done(); e4 = j.Append(ctx, sale(4)) }()
+	wg.Wait()
+	if !errors.Is(e2, ErrDuplicateKey) || !errors.Is(e3, ErrDuplicateFlow) || e4 != nil {
+		t.Fatalf("dup key: %v, dup flow: %v, fresh: %v", e2, e3, e4)
+	}
+	got, _ := j.ByKey(ctx, "T01", "k1")
+	if got == nil || got.FlowNo != sale(1).FlowNo || len(got.Lines) != 1 {
+		t.Fatalf("by key: %+v", got)
+	}
+}
+
+func TestFullDiskIsUnavailableAndRecovers(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{MaxPageCount: 40})
+	var failed error
+	n := 0
+	for i := 1; i <= 2000 && failed == nil; i++ {
+		s := sale(i)
+		s.Body = make([]byte, 2000)
+		failed = j.Append(ctx, s)
+		n = i
+	}
+	if !errors.Is(failed, ErrUnavailable) {
+		t.Fatalf("after %d rows: %v", n, failed)
+	}
+	if got, _ := j.ByFlow(ctx, sale(n).FlowNo); got != nil {
+		t.Fatal("a refused row is in the journal")
+	}
+	if got, _ := j.ByFlow(ctx, sale(n-1).FlowNo); got == nil {
+		t.Fatal("an acknowledged row is gone")
+	}
+}
+
+func TestOutboxStatesAndQuarantine(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	for i := 1; i <= 5; i++ {
+		j.Append(ctx, sale(i))
+	}
+	out, err := j.Outbox(ctx, 3, 1<<20)
+	if err != nil || len(out) != 3 || out[0].FlowNo != sale(1).FlowNo {
+		t.Fatalf("outbox %v %v", out, err)
+	}
+	j.MarkSent(ctx, out[0].FlowNo, out[1].FlowNo)
+	j.MarkAcked(ctx, out[0].FlowNo)
+	j.Quarantine(ctx, out[1].FlowNo, "too large")
+	out, _ = j.Outbox(ctx, 10, 1<<20)
+	if len(out) != 3 || out[0].FlowNo != sale(3).FlowNo {
+		t.Fatalf("outbox after ack/quarantine %v", out)
+	}
+	st, _ := j.Stats(ctx)
+	if st.Backlog != 3 || st.Quarantined != 1 || st.LastAckedAt == nil {
+		t.Fatalf("stats %+v", st)
+	}
+	if n, _ := j.RetryQuarantined(ctx); n != 1 {
+		t.Fatalf("retried %d", n)
+	}
+	if out, _ = j.Outbox(ctx, 10, 1<<20); len(out) != 4 {
+		t.Fatalf("outbox after retry %v", out)
+	}
+	if out, _ = j.Outbox(ctx, 10, 10); len(out) != 1 {
+		t.Fatalf("byte cap: %d rows", len(out))
+	}
+}
+
+func TestBackupIsAConsistentCopy(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	for i := 1; i <= 10; i++ {
+		j.Append(ctx, sale(i))
+	}
+	dest := filepath.Join(t.TempDir(), "copy.db")
+	if err := j.Backup(ctx, dest); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(ctx, dest, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st, _ := c.Stats(ctx); st.Rows != 10 {
+		t.Fatalf("copy has %d rows", st.Rows)
+	}
+	if err := c.Verify(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,107 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"time"
+)
+
+// Stats describe the journal for status, metrics and technicians.
+type Stats struct {
+	Path         string     `json:"path"`
+	SizeBytes    int64      `json:"size_bytes"`
+	Rows         int64      `json:"rows"`
+	Backlog      int64      `json:"backlog"`
+	BacklogBytes int64      `json:"backlog_bytes"`
+	OldestUnsent *time.Time `json:"oldest_unsynced_at"`
+	LastAckedAt  *time.Time `json:"last_acked_at"`
+	Quarantined  int64      `json:"quarantined"`
+	Unapplied    int64      `json:"unapplied"`
+	MaxFlowNo    string     `json:"max_flow_no"`
+}
+
+// Stats reads the journal's figures.
+func (j *Journal) Stats(ctx context.Context) (Stats, error) {
+	s := Stats{Path: j.path}
+	for _, suffix := range []string{"", "-wal"} {
+		if fi, err := os.Stat(j.path + suffix); err == nil {
+			s.SizeBytes += fi.Size()
+		}
+	}
+	var oldest, acked, maxFlow sql.NullString
+	err := j.r.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM txns),
+		(SELECT COUNT(*) FROM txns WHERE state IN ('pending','sent')),
+		(SELECT COALESCE(SUM(LENGTH(body)),0) FROM txns WHERE state IN ('pending','sent')),
+		(SELECT MIN(created_at) FROM txns WHERE state IN ('pending','sent')),
+		(SELECT MAX(acked_at) FROM txns WHERE state = 'acked'),
+		(SELECT COUNT(*) FROM txns WHERE state = 'quarantined'),
+		(SELECT COUNT(*) FROM txns WHERE applied = 0),
+		(SELECT MAX(flow_no) FROM txns)`).
+		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &acked, &s.Quarantined, &s.Unapplied, &maxFlow)
+	if err != nil {
+		return s, fmt.Errorf("read journal stats: %w", err)
+	}
+	if oldest.Valid {
+		t := parseTS(oldest.String)
+		s.OldestUnsent = &t
+	}
+	if acked.Valid {
+		t := parseTS(acked.String)
+		s.LastAckedAt = &t
+	}
+	s.MaxFlowNo = maxFlow.String
+	return s, nil
+}
+
+// Verify runs SQLite's full integrity check.
+func (j *Journal) Verify(ctx context.Context) error {
+	rows, err := j.r.QueryContext(ctx, `PRAGMA integrity_check`)
+	if err != nil {
+		return fmt.Errorf("integrity check: %w", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return err
+		}
+		if s != "ok" {
+			problems = append(problems, s)
+		}
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("journal %s is damaged: %v", j.path, problems)
+	}
+	return rows.Err()
+}
+
+// Backup writes a consistent copy of the journal to dest (VACUUM INTO),
+// safe while the daemon sells.
+func (j *Journal) Backup(ctx context.Context, dest string) error {
+	if _, err := os.Stat(dest); err == nil {
+		return fmt.Errorf("backup %s: file exists; choose a new name", dest)
+	}
+	if _, err := j.r.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+		return fmt.Errorf("backup journal to %s: %w", dest, err)
+	}
+	return nil
+}
+
+// Prune deletes acknowledged rows journaled before cutoff; rows HQ has not
+// acknowledged are never deleted.
+func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := j.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`DELETE FROM txns WHERE state = 'acked' AND applied = 1 AND journaled_at < ?`, ts(cutoff))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return n, err
+}

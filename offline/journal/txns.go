@@ -1,0 +1,388 @@
+package journal
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Append makes txn durable. It returns only after the commit that holds
+// it (shared with concurrent appends) has been fsynced.
+func (j *Journal) Append(ctx context.Context, t Txn) error {
+	if t.State == "" {
+		t.State = StatePending
+	}
+	if t.Mode == "" {
+		t.Mode = ModeNormal
+	}
+	err := j.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind,
+			original_flow_no, tender, total_cents, business_day, business_hour, created_at, body, mode,
+			applied, state, journaled_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+			t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
+			t.TotalCents, t.BusinessDay, t.BusinessHour, ts(t.CreatedAt), t.Body, t.Mode, boolInt(t.Applied),
+			t.State, ts(time.Now())); err != nil {
+			return err
+		}
+		for i, l := range t.Lines {
+			if _, err := tx.Exec(`INSERT INTO txn_lines (flow_no, n, barcode, qty, price_cents) VALUES (?,?,?,?,?)`,
+				t.FlowNo, i, l.Barcode, l.Qty, l.PriceCents); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("journal %s %s: %w", t.Kind, t.FlowNo, err)
+	}
+	return nil
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+const txnCols = `flow_no, seq, terminal_id, idem_key, fingerprint, kind, original_flow_no, tender,
+	total_cents, business_day, business_hour, created_at, body, mode, applied, state, attempts, last_error`
+
+func scanTxn(row interface{ Scan(...any) error }) (Txn, error) {
+	var t Txn
+	var created string
+	var applied int
+	err := row.Scan(&t.FlowNo, &t.Seq, &t.TerminalID, &t.IdemKey, &t.Fingerprint, &t.Kind, &t.OriginalFlowNo,
+		&t.Tender, &t.TotalCents, &t.BusinessDay, &t.BusinessHour, &created, &t.Body, &t.Mode, &applied,
+		&t.State, &t.Attempts, &t.LastError)
+	t.CreatedAt = parseTS(created)
+	t.Applied = applied == 1
+	return t, err
+}
+
+func (j *Journal) one(ctx context.Context, where string, args ...any) (*Txn, error) {
+	t, err := scanTxn(j.r.QueryRowContext(ctx, `SELECT `+txnCols+` FROM txns WHERE `+where, args...))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	if t.Lines, err = j.lines(ctx, t.FlowNo); err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func (j *Journal) lines(ctx context.Context, flowNo string) ([]Line, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT barcode, qty, price_cents FROM txn_lines WHERE flow_no = ? ORDER BY n`, flowNo)
+	if err != nil {
+		return nil, fmt.Errorf("read lines of %s: %w", flowNo, err)
+	}
+	defer rows.Close()
+	var ls []Line
+	for rows.Next() {
+		var l Line
+		if err := rows.Scan(&l.Barcode, &l.Qty, &l.PriceCents); err != nil {
+			return nil, fmt.Errorf("read lines of %s: %w", flowNo, err)
+		}
+		ls = append(ls, l)
+	}
+	return ls, rows.Err()
+}
+
+// ByKey is the transaction a terminal journaled under an idempotency key,
+// or nil.
+func (j *Journal) ByKey(ctx context.Context, terminalID, key string) (*Txn, error) {
+	return j.one(ctx, `terminal_id = ? AND idem_key = ?`, terminalID, key)
+}
+
+// ByFlow is the transaction with a flow number, or nil.
+func (j *Journal) ByFlow(ctx context.Context, flowNo string) (*Txn, error) {
+	return j.one(ctx, `flow_no = ?`, flowNo)
+}
+
+// RefundedQty sums, per barcode, what refunds already took back from a sale.
+func (j *Journal) RefundedQty(ctx context.Context, originalFlowNo string) (map[string]int64, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT l.barcode, SUM(l.qty) FROM txns t JOIN txn_lines l ON l.flow_no = t.flow_no
+		WHERE t.original_flow_no = ? AND t.kind = 'refund' GROUP BY l.barcode`, originalFlowNo)
+	if err != nil {
+		return nil, fmt.Errorf("read refunds of %s: %w", originalFlowNo, err)
+	}
+	defer rows.Close()
+	m := map[string]int64{}
+	for rows.Next() {
+		var b string
+		var q int64
+		if err := rows.Scan(&b, &q); err != nil {
+			return nil, err
+		}
+		m[b] = q
+	}
+	return m, rows.Err()
+}
+
+// MaxSeq is the highest Redis sequence number journaled: Redis's sequence
+// must never be at or below it (a failover may have lost INCRs).
+func (j *Journal) MaxSeq(ctx context.Context) (int64, error) {
+	var n sql.NullInt64
+	if err := j.r.QueryRowContext(ctx, `SELECT MAX(seq) FROM txns`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read max sequence: %w", err)
+	}
+	return n.Int64, nil
+}
+
+// MaxFlowWithPrefix is the highest flow number starting with prefix, or "".
+func (j *Journal) MaxFlowWithPrefix(ctx context.Context, prefix string) (string, error) {
+	var s sql.NullString
+	err := j.r.QueryRowContext(ctx, `SELECT MAX(flow_no) FROM txns WHERE flow_no >= ? AND flow_no < ?`,
+		prefix, prefix+":").Scan(&s) // ':' sorts right after '9'
+	if err != nil {
+		return "", fmt.Errorf("read max flow number: %w", err)
+	}
+	return s.String, nil
+}
+
+// Unapplied lists transactions whose effects Redis does not have yet
+// (degraded-mode sales), oldest first.
+func (j *Journal) Unapplied(ctx context.Context, limit int) ([]Txn, error) {
+	return j.list(ctx, `applied = 0 ORDER BY rowid LIMIT ?`, limit)
+}
+
+func (j *Journal) list(ctx context.Context, where string, args ...any) ([]Txn, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT `+txnCols+` FROM txns WHERE `+where, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	var out []Txn
+	for rows.Next() {
+		t, err := scanTxn(rows)
+		if err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("read journal: %w", err)
+		}
+		out = append(out, t)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if out[i].Lines, err = j.lines(ctx, out[i].FlowNo); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// MarkApplied records that Redis now holds these transactions' effects.
+func (j *Journal) MarkApplied(ctx context.Context, flowNos ...string) error {
+	return j.updateEach(ctx, `UPDATE txns SET applied = 1 WHERE flow_no = ?`, flowNos)
+}
+
+func (j *Journal) updateEach(ctx context.Context, q string, flowNos []string, extra ...any) error {
+	if len(flowNos) == 0 {
+		return nil
+	}
+	return j.write(ctx, func(tx *sql.Tx) error {
+		st, err := tx.Prepare(q)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for _, f := range flowNos {
+			if _, err := st.Exec(append(append([]any{}, extra...), f)...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Outgoing is a journal row waiting for HQ.
+type Outgoing struct {
+	FlowNo    string
+	Body      []byte
+	CreatedAt time.Time
+	Attempts  int
+}
+
+// Outbox returns, oldest first, up to limit rows not yet acknowledged by
+// HQ and not quarantined, within maxBytes of bodies (at least one row).
+func (j *Journal) Outbox(ctx context.Context, limit, maxBytes int) ([]Outgoing, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT flow_no, body, created_at, attempts FROM txns
+		WHERE state IN ('pending','sent') ORDER BY rowid LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	defer rows.Close()
+	var out []Outgoing
+	size := 0
+	for rows.Next() {
+		var o Outgoing
+		var c string
+		if err := rows.Scan(&o.FlowNo, &o.Body, &c, &o.Attempts); err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
+		}
+		o.CreatedAt = parseTS(c)
+		if len(out) > 0 && size+len(o.Body) > maxBytes {
+			break
+		}
+		size += len(o.Body)
+		out = append(out, o)
+	}
+	return out, rows.Err()
+}
+
+// MarkSent counts one more publish attempt of these rows.
+func (j *Journal) MarkSent(ctx context.Context, flowNos ...string) error {
+	return j.updateEach(ctx, `UPDATE txns SET state = CASE WHEN state = 'pending' THEN 'sent' ELSE state END,
+		attempts = attempts + 1 WHERE flow_no = ?`, flowNos)
+}
+
+// MarkAcked records JetStream's acknowledgement of these rows.
+func (j *Journal) MarkAcked(ctx context.Context, flowNos ...string) error {
+	return j.updateEach(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ? WHERE flow_no = ?`,
+		flowNos, ts(time.Now()))
+}
+
+// MarkFailed keeps the last publish error of a row for status and support.
+func (j *Journal) MarkFailed(ctx context.Context, reason string, flowNos ...string) error {
+	return j.updateEach(ctx, `UPDATE txns SET last_error = ? WHERE flow_no = ?`, flowNos, reason)
+}
+
+// Quarantine sets aside a row HQ refused for good, with the reason; it no
+// longer blocks the rows behind it.
+func (j *Journal) Quarantine(ctx context.Context, flowNo, reason string) error {
+	return j.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.Exec(`UPDATE txns SET state = 'quarantined', last_error = ? WHERE flow_no = ?`, reason, flowNo); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`INSERT OR REPLACE INTO quarantine (flow_no, reason, at) VALUES (?,?,?)`, flowNo, reason, ts(time.Now()))
+		return err
+	})
+}
+
+// Quarantined lists the rows set aside, with their reasons.
+func (j *Journal) Quarantined(ctx context.Context) ([]QuarantinedRow, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT flow_no, reason, at FROM quarantine ORDER BY at`)
+	if err != nil {
+		return nil, fmt.Errorf("read quarantine: %w", err)
+	}
+	defer rows.Close()
+	var out []QuarantinedRow
+	for rows.Next() {
+		var q QuarantinedRow
+		var at string
+		if err := rows.Scan(&q.FlowNo, &q.Reason, &at); err != nil {
+			return nil, err
+		}
+		q.At = parseTS(at)
+		out = append(out, q)
+	}
+	return out, rows.Err()
+}
+
+// QuarantinedRow is one row HQ refused.
+type QuarantinedRow struct {
+	FlowNo string    `json:"flow_no"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
+// RetryQuarantined puts quarantined rows (all when none are named) back in
+// the outbox.
+func (j *Journal) RetryQuarantined(ctx context.Context, flowNos ...string) (int, error) {
+	n := 0
+	err := j.write(ctx, func(tx *sql.Tx) error {
+		q, args := `SELECT flow_no FROM quarantine`, []any{}
+		if len(flowNos) > 0 {
+			q += ` WHERE flow_no IN (?` + strings.Repeat(",?", len(flowNos)-1) + `)`
+			for _, f := range flowNos {
+				args = append(args, f)
+			}
+		}
+		rows, err := tx.Query(q, args...)
+		if err != nil {
+			return err
+		}
+		var fs []string
+		for rows.Next() {
+			var f string
+			if err := rows.Scan(&f); err != nil {
+				rows.Close()
+				return err
+			}
+			fs = append(fs, f)
+		}
+		rows.Close()
+		for _, f := range fs {
+			if _, err := tx.Exec(`UPDATE txns SET state = 'pending' WHERE flow_no = ?`, f); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`DELETE FROM quarantine WHERE flow_no = ?`, f); err != nil {
+				return err
+			}
+		}
+		n = len(fs)
+		return nil
+	})
+	return n, err
+}
+
+// DayTotals are one terminal's (or tender's) counters for a day or hour.
+type DayTotals struct {
+	Sales       int64 `json:"sales"`
+	SalesCents  int64 `json:"sales_cents"`
+	Refunds     int64 `json:"refunds"`
+	RefundCents int64 `json:"refund_cents"`
+}
+
+// Add counts one transaction.
+func (d *DayTotals) Add(kind string, cents int64) {
+	if kind == "refund" {
+		d.Refunds++
+		d.RefundCents += cents
+		return
+	}
+	d.Sales++
+	d.SalesCents += cents
+}
+
+// DayRow is one group of a day's totals from the journal.
+type DayRow struct {
+	TerminalID string
+	Tender     string
+	Hour       string
+	Totals     DayTotals
+}
+
+// DayTotalsByGroup sums a business day from the journal, grouped by
+// terminal, tender and hour: what Redis counters are rebuilt from.
+func (j *Journal) DayTotalsByGroup(ctx context.Context, day string) ([]DayRow, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT terminal_id, tender, business_hour, kind, COUNT(*), SUM(total_cents)
+		FROM txns WHERE business_day = ? GROUP BY terminal_id, tender, business_hour, kind`, day)
+	if err != nil {
+		return nil, fmt.Errorf("sum day %s: %w", day, err)
+	}
+	defer rows.Close()
+	var out []DayRow
+	for rows.Next() {
+		var r DayRow
+		var kind string
+		var n, c int64
+		if err := rows.Scan(&r.TerminalID, &r.Tender, &r.Hour, &kind, &n, &c); err != nil {
+			return nil, err
+		}
+		if kind == "refund" {
+			r.Totals.Refunds, r.Totals.RefundCents = n, c
+		} else {
+			r.Totals.Sales, r.Totals.SalesCents = n, c
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}

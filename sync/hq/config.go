@@ -1,0 +1,365 @@
+package hq
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/posedge/posedge/sync/wire"
+)
+
+// DefaultConfigPath is where posedge-hq looks for its config by default.
+const DefaultConfigPath = "/etc/posedge/posedge-hq.yaml"
+
+// Defaults of the optional keys.
+const (
+	DefaultDatabase        = "sqlite:///var/lib/posedge-hq/hq.db"
+	DefaultAdminListen     = "127.0.0.1:8090"
+	DefaultBatchSize       = 256
+	DefaultDuplicateWindow = 2 * time.Minute
+	DefaultSilentAfter     = 5 * time.Minute
+	DefaultAckWait         = 30 * time.Second
+	maxBatchSize           = 10000
+)
+
+// ErrNoConfig means the config file does not exist (as opposed to
+// existing and being wrong): errors.Is(err, ErrNoConfig).
+var ErrNoConfig = errors.New("config file not found")
+
+// Config is posedge-hq's configuration, defaults applied and validated.
+type Config struct {
+	NATSURL         string
+	CredsFile       string
+	TLS             TLSConfig
+	Stream          string
+	SubjectPrefix   string
+	DuplicateWindow time.Duration
+	Database        string // sqlite://PATH or postgres://…
+	AdminListen     string
+	BatchSize       int
+	SilentAfter     time.Duration
+	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
+}
+
+// TLSConfig is the optional TLS setup of the NATS connection.
+type TLSConfig struct {
+	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// DefaultConfig is the configuration with every default set and no
+// nats_url (which has none).
+func DefaultConfig() Config {
+	return Config{
+		Stream:          wire.DefaultStream,
+		SubjectPrefix:   wire.DefaultSubjectPrefix,
+		DuplicateWindow: DefaultDuplicateWindow,
+		Database:        DefaultDatabase,
+		AdminListen:     DefaultAdminListen,
+		BatchSize:       DefaultBatchSize,
+		SilentAfter:     DefaultSilentAfter,
+		AckWait:         DefaultAckWait,
+	}
+}
+
+// fileConfig is the YAML as written. Scalars are read as strings so that
+// a wrong value is reported by key name rather than by Go type.
+type fileConfig struct {
+	NATSURL         *string        `yaml:"nats_url"`
+	CredsFile       *string        `yaml:"creds_file"`
+	TLS             *fileTLSConfig `yaml:"tls"`
+	Stream          *string        `yaml:"stream"`
+	SubjectPrefix   *string        `yaml:"subject_prefix"`
+	DuplicateWindow *string        `yaml:"duplicate_window"`
+	Database        *string        `yaml:"database"`
+	Admin           *struct {
+		Listen *string `yaml:"listen"`
+	} `yaml:"admin"`
+	BatchSize   *string `yaml:"batch_size"`
+	SilentAfter *string `yaml:"silent_after"`
+	AckWait     *string `yaml:"ack_wait"`
+}
+
+type fileTLSConfig struct {
+	CAFile   *string `yaml:"ca_file"`
+	CertFile *string `yaml:"cert_file"`
+	KeyFile  *string `yaml:"key_file"`
+}
+
+// ConfigError is one problem with one key of the config file.
+type ConfigError struct {
+	File  string
+	Key   string // e.g. "admin.listen"; empty for a syntax error
+	Value string
+	Err   error
+}
+
+func (e *ConfigError) Error() string {
+	switch {
+	case e.Key == "":
+		return fmt.Sprintf("%s: %v", e.File, e.Err)
+	case e.Value == "":
+		return fmt.Sprintf("%s: %s: %v", e.File, e.Key, e.Err)
+	default:
+		return fmt.Sprintf("%s: %s: %q: %v", e.File, e.Key, e.Value, e.Err)
+	}
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// ValidationError lists every problem found in a config file.
+type ValidationError struct {
+	Problems []*ConfigError
+}
+
+func (e *ValidationError) Error() string {
+	msgs := make([]string, len(e.Problems))
+	for i, p := range e.Problems {
+		msgs[i] = p.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Unwrap lets errors.As find each problem.
+func (e *ValidationError) Unwrap() []error {
+	errs := make([]error, len(e.Problems))
+	for i, p := range e.Problems {
+		errs[i] = p
+	}
+	return errs
+}
+
+// LoadConfig reads, parses and validates the YAML config at path. Every
+// problem is reported at once, each naming the file and the key.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Config{}, fmt.Errorf("%s: %w", path, ErrNoConfig)
+	}
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	return ParseConfig(path, data)
+}
+
+var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] (.*)$`)
+
+// ParseConfig parses and validates config data; file names it in errors.
+func ParseConfig(file string, data []byte) (Config, error) {
+	var fc fileConfig
+	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.Strict(), yaml.DisallowDuplicateKey()); err != nil {
+		// goccy/go-yaml errors are "[line:col] message" followed by the
+		// source; keep the first line in the usual file:line:col form.
+		msg, _, _ := strings.Cut(err.Error(), "\n")
+		if m := yamlPos.FindStringSubmatch(msg); m != nil {
+			msg = m[3]
+			if strings.Contains(msg, "cannot unmarshal") {
+				msg = "wrong type of value: " + msg
+			}
+			return Config{}, &ValidationError{Problems: []*ConfigError{{
+				File: fmt.Sprintf("%s:%s:%s", file, m[1], m[2]), Err: errors.New(msg)}}}
+		}
+		return Config{}, &ValidationError{Problems: []*ConfigError{{File: file, Err: errors.New(msg)}}}
+	}
+	v := validator{file: file}
+	c := DefaultConfig()
+	str := func(dst *string, src *string) {
+		if src != nil {
+			*dst = strings.TrimSpace(*src)
+		}
+	}
+	str(&c.NATSURL, fc.NATSURL)
+	str(&c.CredsFile, fc.CredsFile)
+	if fc.TLS != nil {
+		str(&c.TLS.CAFile, fc.TLS.CAFile)
+		str(&c.TLS.CertFile, fc.TLS.CertFile)
+		str(&c.TLS.KeyFile, fc.TLS.KeyFile)
+	}
+	str(&c.Stream, fc.Stream)
+	str(&c.SubjectPrefix, fc.SubjectPrefix)
+	str(&c.Database, fc.Database)
+	if fc.Admin != nil {
+		str(&c.AdminListen, fc.Admin.Listen)
+	}
+	v.duration(&c.DuplicateWindow, "duplicate_window", fc.DuplicateWindow, time.Second, 0)
+	v.duration(&c.SilentAfter, "silent_after", fc.SilentAfter, time.Second, 0)
+	v.duration(&c.AckWait, "ack_wait", fc.AckWait, time.Second, 10*time.Minute)
+	if fc.BatchSize != nil {
+		n, err := strconv.Atoi(strings.TrimSpace(*fc.BatchSize))
+		switch {
+		case err != nil:
+			v.add("batch_size", *fc.BatchSize, errors.New("not a whole number"))
+		case n < 1 || n > maxBatchSize:
+			v.add("batch_size", *fc.BatchSize, fmt.Errorf("must be between 1 and %d", maxBatchSize))
+		default:
+			c.BatchSize = n
+		}
+	}
+	c.validate(&v)
+	if len(v.problems) > 0 {
+		return Config{}, &ValidationError{Problems: v.problems}
+	}
+	return c, nil
+}
+
+type validator struct {
+	file     string
+	problems []*ConfigError
+}
+
+func (v *validator) add(key, value string, err error) {
+	v.problems = append(v.problems, &ConfigError{File: v.file, Key: key, Value: value, Err: err})
+}
+
+func (v *validator) duration(dst *time.Duration, key string, src *string, min, max time.Duration) {
+	if src == nil {
+		return
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(*src))
+	switch {
+	case err != nil:
+		v.add(key, *src, errors.New(`not a duration (e.g. "90s", "2m", "1h")`))
+	case d < min:
+		v.add(key, *src, fmt.Errorf("must be at least %v", min))
+	case max > 0 && d > max:
+		v.add(key, *src, fmt.Errorf("must be at most %v", max))
+	default:
+		*dst = d
+	}
+}
+
+var (
+	streamName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+)
+
+func (c *Config) validate(v *validator) {
+	if c.NATSURL == "" {
+		v.add("nats_url", "", errors.New(`required (e.g. "nats://hq.example:4222")`))
+	} else {
+		for _, u := range strings.Split(c.NATSURL, ",") {
+			pu, err := url.Parse(strings.TrimSpace(u))
+			if err != nil || pu.Host == "" {
+				v.add("nats_url", c.NATSURL, errors.New(`not a NATS URL (e.g. "nats://hq.example:4222")`))
+				break
+			}
+			switch pu.Scheme {
+			case "nats", "tls", "ws", "wss":
+			default:
+				v.add("nats_url", c.NATSURL, fmt.Errorf("unsupported scheme %q: use nats://, tls://, ws:// or wss://", pu.Scheme))
+			}
+		}
+	}
+	v.file0("creds_file", c.CredsFile)
+	v.file0("tls.ca_file", c.TLS.CAFile)
+	v.file0("tls.cert_file", c.TLS.CertFile)
+	v.file0("tls.key_file", c.TLS.KeyFile)
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		v.add("tls", "", errors.New("cert_file and key_file go together: set both or neither"))
+	}
+	if !streamName.MatchString(c.Stream) {
+		v.add("stream", c.Stream, errors.New("must be 1-64 of [A-Za-z0-9_-]"))
+	}
+	if err := checkSubjectPrefix(c.SubjectPrefix); err != nil {
+		v.add("subject_prefix", c.SubjectPrefix, err)
+	}
+	if _, err := ParseDatabaseURL(c.Database); err != nil {
+		v.add("database", redactURL(c.Database), err)
+	}
+	if _, port, err := net.SplitHostPort(c.AdminListen); err != nil {
+		v.add("admin.listen", c.AdminListen, errors.New(`not host:port (e.g. "127.0.0.1:8090")`))
+	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		v.add("admin.listen", c.AdminListen, errors.New("bad port"))
+	}
+}
+
+// file0 checks that an optional file setting names a readable file.
+func (v *validator) file0(key, path string) {
+	if path == "" {
+		return
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		v.add(key, path, fmt.Errorf("cannot read: %w", errors.Unwrap(err)))
+		return
+	}
+	f.Close()
+}
+
+func checkSubjectPrefix(p string) error {
+	if p == "" {
+		return errors.New("required")
+	}
+	for _, tok := range strings.Split(p, ".") {
+		if !subjectToken.MatchString(tok) {
+			return errors.New("must be dot-separated tokens of [A-Za-z0-9_-] (no wildcards)")
+		}
+	}
+	if p == wire.HaveSubjectPrefix || strings.HasPrefix(wire.HaveSubjectPrefix, p+".") ||
+		strings.HasPrefix(p, wire.HaveSubjectPrefix+".") {
+		return fmt.Errorf("must not overlap %s.*, where posedge-hq answers stores' requests", wire.HaveSubjectPrefix)
+	}
+	return nil
+}
+
+// DatabaseKind tells the supported databases apart.
+type DatabaseKind string
+
+// Supported databases.
+const (
+	SQLite   DatabaseKind = "sqlite"
+	Postgres DatabaseKind = "postgres"
+)
+
+// DatabaseURL is a parsed `database` setting.
+type DatabaseURL struct {
+	Kind DatabaseKind
+	Path string // SQLite file
+	URL  string // PostgreSQL connection string
+}
+
+// ParseDatabaseURL parses "sqlite:///abs/path.db", "sqlite://rel/path.db"
+// or "postgres://…" (also "postgresql://…").
+func ParseDatabaseURL(s string) (DatabaseURL, error) {
+	switch {
+	case strings.HasPrefix(s, "sqlite://"):
+		p := strings.TrimPrefix(s, "sqlite://")
+		if p == "" || strings.HasSuffix(p, "/") {
+			return DatabaseURL{}, errors.New(`sqlite URL names no file (e.g. "sqlite:///var/lib/posedge-hq/hq.db")`)
+		}
+		if strings.ContainsAny(p, "?#") {
+			return DatabaseURL{}, errors.New("sqlite URL takes no query or fragment: posedge-hq sets the pragmas itself")
+		}
+		return DatabaseURL{Kind: SQLite, Path: p}, nil
+	case strings.HasPrefix(s, "postgres://"), strings.HasPrefix(s, "postgresql://"):
+		if _, err := pgx.ParseConfig(s); err != nil {
+			return DatabaseURL{}, errors.New("not a valid PostgreSQL URL (e.g. \"postgres://user@host:5432/hq\")")
+		}
+		return DatabaseURL{Kind: Postgres, URL: s}, nil
+	default:
+		return DatabaseURL{}, errors.New(`must start with sqlite:// (e.g. "sqlite:///var/lib/posedge-hq/hq.db") or postgres://`)
+	}
+}
+
+// redactURL hides a password in a database URL before it is printed.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil || u.User == nil {
+		return s
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	return u.String()
+}

@@ -1,0 +1,161 @@
+package hq
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/posedge/posedge/sync/wire"
+)
+
+var (
+	storeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+	flowNoPattern  = regexp.MustCompile(`^[0-9]{1,32}$`)
+	datePattern    = regexp.MustCompile(`^[0-9]{8}$`)
+)
+
+// Rejection reasons, the label of posedge_hq_rejected_total.
+const (
+	reasonSubject  = "subject"
+	reasonSchema   = "schema"
+	reasonInvalid  = "invalid"
+	reasonStoreID  = "store_mismatch"
+	reasonTooLarge = "too_large"
+)
+
+// RejectError is a message that can never be stored, whatever the retry.
+type RejectError struct {
+	Reason string // one of the reason labels
+	Err    error
+}
+
+func (e *RejectError) Error() string { return e.Reason + ": " + e.Err.Error() }
+func (e *RejectError) Unwrap() error { return e.Err }
+
+func reject(reason string, format string, args ...any) error {
+	return &RejectError{Reason: reason, Err: fmt.Errorf("%w: "+format, append([]any{wire.ErrInvalid}, args...)...)}
+}
+
+// maxBodyBytes bounds a stored body (JetStream's default max payload).
+const maxBodyBytes = 1 << 20
+
+// DecodeMsg turns a message of the stream into a Msg: subject
+// "<prefix>.<store>" is a transaction, "<prefix>.<store>.manifest" a
+// manifest and "<prefix>.<store>.heartbeat" a heartbeat. schema is the
+// Posedge-Schema header ("" is taken as 1). A message that can never be
+// stored returns a *RejectError.
+func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time) (Msg, error) {
+	rest, ok := strings.CutPrefix(subject, prefix+".")
+	if !ok {
+		return Msg{}, reject(reasonSubject, "subject %q is not below %s.", subject, prefix)
+	}
+	if schema != "" && schema != wire.SchemaV1 {
+		return Msg{}, reject(reasonSchema, "%s %q not supported (this posedge-hq reads %s)", wire.HeaderSchema, schema, wire.SchemaV1)
+	}
+	if len(body) > maxBodyBytes {
+		return Msg{}, reject(reasonTooLarge, "body of %d bytes", len(body))
+	}
+	toks := strings.Split(rest, ".")
+	storeID := toks[0]
+	if !storeIDPattern.MatchString(storeID) {
+		return Msg{}, reject(reasonSubject, "subject %q: store ID must be 1-32 of [A-Za-z0-9_-]", subject)
+	}
+	m := Msg{StoreID: storeID, Body: body, ReceivedAt: receivedAt.UTC()}
+	switch {
+	case len(toks) == 1:
+		m.Kind = KindTxn
+		t, err := wire.ParseTxn(body)
+		if err != nil {
+			return Msg{}, &RejectError{Reason: reasonInvalid, Err: err}
+		}
+		if t.StoreID != storeID {
+			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", t.StoreID, subject)
+		}
+		if !flowNoPattern.MatchString(t.FlowNo) {
+			return Msg{}, reject(reasonInvalid, "flow_no %q is not 1-32 digits", t.FlowNo)
+		}
+		created, err := time.Parse(time.RFC3339Nano, t.CreatedAt)
+		if err != nil {
+			return Msg{}, reject(reasonInvalid, "created_at %q is not RFC 3339", t.CreatedAt)
+		}
+		// The business day is the date written in occurred_at (the
+		// moment of the sale at the till; batch uploads count on it),
+		// else in created_at: the edge writes both in the store's zone.
+		day := created
+		if t.OccurredAt != "" {
+			occ, err := time.Parse(time.RFC3339Nano, t.OccurredAt)
+			if err != nil {
+				return Msg{}, reject(reasonInvalid, "occurred_at %q is not RFC 3339", t.OccurredAt)
+			}
+			day = occ
+		}
+		m.Txn, m.CreatedAt, m.Day = t, created.UTC(), day.Format("20060102")
+	case len(toks) == 2 && toks[1] == "manifest":
+		m.Kind = KindManifest
+		if err := strictJSON(body, &m.Manifest); err != nil {
+			return Msg{}, err
+		}
+		mf := m.Manifest
+		if mf.StoreID != storeID {
+			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", mf.StoreID, subject)
+		}
+		var bad []string
+		if !storeIDPattern.MatchString(mf.TerminalID) {
+			bad = append(bad, "terminal_id")
+		}
+		if !datePattern.MatchString(mf.Date) {
+			bad = append(bad, "date")
+		} else if _, err := time.Parse("20060102", mf.Date); err != nil {
+			bad = append(bad, "date")
+		}
+		if mf.Sales < 0 || mf.SalesCents < 0 || mf.Refunds < 0 || mf.RefundCents < 0 {
+			bad = append(bad, "counts")
+		}
+		if len(bad) > 0 {
+			return Msg{}, reject(reasonInvalid, "manifest: bad or missing %s", strings.Join(bad, ", "))
+		}
+		m.SentAt = sentAt(mf.SentAt, receivedAt)
+	case len(toks) == 2 && toks[1] == "heartbeat":
+		m.Kind = KindHeartbeat
+		if err := strictJSON(body, &m.Heartbeat); err != nil {
+			return Msg{}, err
+		}
+		if m.Heartbeat.StoreID != storeID {
+			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", m.Heartbeat.StoreID, subject)
+		}
+		m.SentAt = sentAt(m.Heartbeat.SentAt, receivedAt)
+	default:
+		return Msg{}, reject(reasonSubject, "unknown subject %q", subject)
+	}
+	return m, nil
+}
+
+func strictJSON(body []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(body))
+	if err := d.Decode(v); err != nil {
+		return &RejectError{Reason: reasonInvalid, Err: fmt.Errorf("%w: %v", wire.ErrInvalid, err)}
+	}
+	if d.More() {
+		return reject(reasonInvalid, "data after the JSON object")
+	}
+	return nil
+}
+
+// sentAt is the sender's time of a manifest or heartbeat; without one,
+// the time HQ received it.
+func sentAt(s string, receivedAt time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t.UTC()
+	}
+	return receivedAt.UTC()
+}
+
+// isReject tells whether err marks a message that can never be stored.
+func isReject(err error) bool {
+	var re *RejectError
+	return errors.As(err, &re)
+}

@@ -1,0 +1,264 @@
+package hq
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/posedge/posedge/sync/wire"
+)
+
+// Store is where posedge-hq keeps what the stores send. It has one
+// implementation per database (SQLite, PostgreSQL); the same contract
+// test suite runs against each.
+type Store interface {
+	// InsertBatch stores msgs in one database transaction and tells, per
+	// message and in order, what became of it. On error nothing is stored.
+	InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, error)
+	// Have returns those of flowNos that are stored for storeID, in the
+	// order asked.
+	Have(ctx context.Context, storeID string, flowNos []string) ([]string, error)
+	// Watermark is the high-water mark of one store (zero if unknown).
+	Watermark(ctx context.Context, storeID string) (Watermark, error)
+	// Watermarks lists the high-water marks of every known store.
+	Watermarks(ctx context.Context) ([]Watermark, error)
+	// Completeness lists the days whose manifests differ from the stored
+	// rows and the stores not heard from for longer than SilentAfter.
+	Completeness(ctx context.Context, now time.Time) (Report, error)
+	// Ping tells whether the database answers.
+	Ping(ctx context.Context) error
+	Close() error
+}
+
+// MsgKind tells what a message carries.
+type MsgKind int
+
+// Kinds of messages.
+const (
+	KindTxn MsgKind = iota + 1
+	KindManifest
+	KindHeartbeat
+)
+
+func (k MsgKind) String() string {
+	switch k {
+	case KindTxn:
+		return "txn"
+	case KindManifest:
+		return "manifest"
+	case KindHeartbeat:
+		return "heartbeat"
+	}
+	return fmt.Sprintf("MsgKind(%d)", int(k))
+}
+
+// Msg is one decoded message to store. Build it with DecodeMsg.
+type Msg struct {
+	Kind       MsgKind
+	StoreID    string
+	Body       []byte // the JSON as received
+	ReceivedAt time.Time
+
+	Txn       wire.Txn // KindTxn
+	CreatedAt time.Time
+	Day       string // YYYYMMDD business day (KindTxn)
+
+	Manifest  wire.Manifest  // KindManifest
+	Heartbeat wire.Heartbeat // KindHeartbeat
+	SentAt    time.Time      // KindManifest, KindHeartbeat
+}
+
+// Outcome is what became of one message.
+type Outcome int
+
+// Outcomes of InsertBatch.
+const (
+	// Inserted: a new row (or a newer manifest or heartbeat).
+	Inserted Outcome = iota + 1
+	// Duplicate: the same row was already stored; nothing changed.
+	Duplicate
+	// Conflict: a different body is stored under the same
+	// (store_id, flow_no); the new body went to the conflicts table.
+	Conflict
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Inserted:
+		return "inserted"
+	case Duplicate:
+		return "duplicate"
+	case Conflict:
+		return "conflict"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Watermark is how far HQ has got with one store.
+type Watermark struct {
+	StoreID        string    `json:"store_id"`
+	MaxFlowNo      string    `json:"max_flow_no"` // numerically greatest stored flow number
+	Count          int64     `json:"count"`       // stored transactions
+	LastCreatedAt  time.Time `json:"last_created_at"`
+	LastReceivedAt time.Time `json:"last_received_at"`
+	LastSeenAt     time.Time `json:"last_seen_at"` // last message of any kind
+}
+
+// Report is the completeness report.
+type Report struct {
+	GeneratedAt time.Time     `json:"generated_at"`
+	Incomplete  []DayDiff     `json:"incomplete"`
+	Silent      []SilentStore `json:"silent"`
+}
+
+// Totals are the counters a manifest carries for a terminal's day.
+type Totals struct {
+	Sales       int64 `json:"sales"`
+	SalesCents  int64 `json:"sales_cents"`
+	Refunds     int64 `json:"refunds"`
+	RefundCents int64 `json:"refund_cents"`
+}
+
+// DayDiff is a terminal's day whose manifest and stored rows differ.
+type DayDiff struct {
+	StoreID    string `json:"store_id"`
+	TerminalID string `json:"terminal_id"`
+	Date       string `json:"date"`
+	Manifest   Totals `json:"manifest"`
+	Stored     Totals `json:"stored"`
+}
+
+// SilentStore is a store not heard from for longer than silent_after.
+type SilentStore struct {
+	StoreID       string    `json:"store_id"`
+	LastSeenAt    time.Time `json:"last_seen_at"`
+	SilentSeconds int64     `json:"silent_seconds"`
+}
+
+// StoreOptions are what both Store implementations take.
+type StoreOptions struct {
+	SilentAfter time.Duration // default DefaultSilentAfter
+	Logger      *slog.Logger  // default: discard
+}
+
+func (o StoreOptions) withDefaults() StoreOptions {
+	if o.SilentAfter <= 0 {
+		o.SilentAfter = DefaultSilentAfter
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// OpenStore opens (creating the schema if needed) the database a
+// `database` URL names.
+func OpenStore(ctx context.Context, database string, opts StoreOptions) (Store, error) {
+	u, err := ParseDatabaseURL(database)
+	if err != nil {
+		return nil, fmt.Errorf("database %q: %w", redactURL(database), err)
+	}
+	switch u.Kind {
+	case SQLite:
+		return OpenSQLite(ctx, u.Path, opts)
+	default:
+		return OpenPostgres(ctx, u.URL, opts)
+	}
+}
+
+// tsLayout is how SQLite keeps times: UTC with a fixed number of digits,
+// so that text order is time order.
+const tsLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTS(t time.Time) string { return t.UTC().Format(tsLayout) }
+
+func parseTS(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
+}
+
+// flowLess orders flow numbers (strings of digits) numerically.
+func flowLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// sameBody tells whether two transaction bodies are the same JSON value
+// (byte-identical in practice; key order and spacing do not matter).
+func sameBody(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return true
+	}
+	var va, vb any
+	da := json.NewDecoder(bytes.NewReader(a))
+	da.UseNumber()
+	db := json.NewDecoder(bytes.NewReader(b))
+	db.UseNumber()
+	if da.Decode(&va) != nil || db.Decode(&vb) != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func bodyHash(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// storeDelta is what one batch adds to a store's row of the stores table.
+type storeDelta struct {
+	inserted    int64
+	maxFlowNo   string
+	lastCreated time.Time
+	lastSeen    time.Time
+	hasTxn      bool
+}
+
+// batchDeltas sums up, per store, what a batch changed; map order is
+// not used: callers sort the store IDs to take row locks in one order.
+func addDelta(deltas map[string]*storeDelta, m *Msg, o Outcome) {
+	d := deltas[m.StoreID]
+	if d == nil {
+		d = &storeDelta{}
+		deltas[m.StoreID] = d
+	}
+	if m.ReceivedAt.After(d.lastSeen) {
+		d.lastSeen = m.ReceivedAt
+	}
+	if m.Kind != KindTxn || o != Inserted {
+		return
+	}
+	d.hasTxn = true
+	d.inserted++
+	if d.maxFlowNo == "" || flowLess(d.maxFlowNo, m.Txn.FlowNo) {
+		d.maxFlowNo = m.Txn.FlowNo
+	}
+	if m.CreatedAt.After(d.lastCreated) {
+		d.lastCreated = m.CreatedAt
+	}
+}
+
+// diffDays keeps the manifests whose totals differ from the stored ones.
+func diffDays(all []DayDiff) []DayDiff {
+	out := []DayDiff{}
+	for _, d := range all {
+		if d.Manifest != d.Stored {
+			out = append(out, d)
+		}
+	}
+	return out
+}
