@@ -3,7 +3,9 @@ package journal
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"time"
 )
@@ -104,4 +106,35 @@ func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 		return err
 	})
 	return n, err
+}
+
+// Export writes every transaction as one JSON line (the body answered to
+// the terminal, plus the journal's own state), oldest first.
+func (j *Journal) Export(ctx context.Context, w io.Writer) error {
+	rows, err := j.r.QueryContext(ctx, `SELECT flow_no, state, mode, applied, attempts, last_error, body FROM txns ORDER BY rowid`)
+	if err != nil {
+		return fmt.Errorf("export journal: %w", err)
+	}
+	defer rows.Close()
+	enc := json.NewEncoder(w)
+	for rows.Next() {
+		var e struct {
+			FlowNo    string          `json:"flow_no"`
+			State     string          `json:"state"`
+			Mode      string          `json:"mode"`
+			Applied   bool            `json:"applied"`
+			Attempts  int             `json:"attempts"`
+			LastError string          `json:"last_error,omitempty"`
+			Body      json.RawMessage `json:"body"`
+		}
+		var body []byte
+		if err := rows.Scan(&e.FlowNo, &e.State, &e.Mode, &e.Applied, &e.Attempts, &e.LastError, &body); err != nil {
+			return fmt.Errorf("export journal: %w", err)
+		}
+		e.Body = body
+		if err := enc.Encode(e); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }

@@ -386,3 +386,12 @@ func (j *Journal) DayTotalsByGroup(ctx context.Context, day string) ([]DayRow, e
 	}
 	return out, rows.Err()
 }
+
+// HasUnapplied reports whether any transaction still waits for Redis.
+func (j *Journal) HasUnapplied(ctx context.Context) (bool, error) {
+	var b bool
+	if err := j.r.QueryRowContext(ctx, `SELECT EXISTS(SELECT 1 FROM txns WHERE applied = 0)`).Scan(&b); err != nil {
+		return false, fmt.Errorf("read journal: %w", err)
+	}
+	return b, nil
+}

@@ -158,7 +158,7 @@ var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] (.*)$`)
 // ParseConfig parses and validates config data; file names it in errors.
 func ParseConfig(file string, data []byte) (Config, error) {
 	var fc fileConfig
-	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.Strict(), yaml.DisallowDuplicateKey()); err != nil {
+	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.Strict()); err != nil {
 		// goccy/go-yaml errors are "[line:col] message" followed by the
 		// source; keep the first line in the usual file:line:col form.
 		msg, _, _ := strings.Cut(err.Error(), "\n")
@@ -352,14 +352,10 @@ func ParseDatabaseURL(s string) (DatabaseURL, error) {
 	}
 }
 
+// userinfoPassword matches the password of a URL's user info.
+var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@`)
+
 // redactURL hides a password in a database URL before it is printed.
 func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
+	return userinfoPassword.ReplaceAllString(s, "${1}:xxxxx@")
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -31,9 +32,26 @@ type Store interface {
 	// Completeness lists the days whose manifests differ from the stored
 	// rows and the stores not heard from for longer than SilentAfter.
 	Completeness(ctx context.Context, now time.Time) (Report, error)
+	// Transaction returns the stored body of one transaction, or
+	// ErrNotFound.
+	Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error)
+	// Conflicts lists the bodies that arrived for an already stored
+	// (store_id, flow_no) with a different content, oldest first.
+	Conflicts(ctx context.Context, storeID string) ([]StoredConflict, error)
 	// Ping tells whether the database answers.
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// ErrNotFound: no such row.
+var ErrNotFound = errors.New("not found")
+
+// StoredConflict is one row of the conflicts table.
+type StoredConflict struct {
+	StoreID    string          `json:"store_id"`
+	FlowNo     string          `json:"flow_no"`
+	Body       json.RawMessage `json:"body"`
+	ReceivedAt time.Time       `json:"received_at"`
 }
 
 // MsgKind tells what a message carries.
@@ -108,6 +126,24 @@ type Watermark struct {
 	LastCreatedAt  time.Time `json:"last_created_at"`
 	LastReceivedAt time.Time `json:"last_received_at"`
 	LastSeenAt     time.Time `json:"last_seen_at"` // last message of any kind
+}
+
+// MarshalJSON writes times never seen as null.
+func (w Watermark) MarshalJSON() ([]byte, error) {
+	ts := func(t time.Time) *time.Time {
+		if t.IsZero() {
+			return nil
+		}
+		return &t
+	}
+	return json.Marshal(struct {
+		StoreID        string     `json:"store_id"`
+		MaxFlowNo      string     `json:"max_flow_no"`
+		Count          int64      `json:"count"`
+		LastCreatedAt  *time.Time `json:"last_created_at"`
+		LastReceivedAt *time.Time `json:"last_received_at"`
+		LastSeenAt     *time.Time `json:"last_seen_at"`
+	}{w.StoreID, w.MaxFlowNo, w.Count, ts(w.LastCreatedAt), ts(w.LastReceivedAt), ts(w.LastSeenAt)})
 }
 
 // Report is the completeness report.
@@ -223,13 +259,14 @@ func bodyHash(b []byte) string {
 type storeDelta struct {
 	inserted    int64
 	maxFlowNo   string
-	lastCreated time.Time
-	lastSeen    time.Time
+	lastCreated  time.Time
+	lastReceived time.Time
+	lastSeen     time.Time
 	hasTxn      bool
 }
 
-// batchDeltas sums up, per store, what a batch changed; map order is
-// not used: callers sort the store IDs to take row locks in one order.
+// addDelta adds one message's outcome to the per-store changes of a
+// batch. Callers sort the store IDs to take row locks in one order.
 func addDelta(deltas map[string]*storeDelta, m *Msg, o Outcome) {
 	d := deltas[m.StoreID]
 	if d == nil {
@@ -249,6 +286,9 @@ func addDelta(deltas map[string]*storeDelta, m *Msg, o Outcome) {
 	}
 	if m.CreatedAt.After(d.lastCreated) {
 		d.lastCreated = m.CreatedAt
+	}
+	if m.ReceivedAt.After(d.lastReceived) {
+		d.lastReceived = m.ReceivedAt
 	}
 }
 

@@ -1,0 +1,416 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Config is one simulation run.
+type Config struct {
+	URL, AdminURL, AdminToken string
+	Terminals                 []Terminal
+	Duration                  time.Duration // how long new sales are started
+	SeedItems                 int           // demo items to PUT first
+	Barcodes                  []string      // what to sell; default the demo items
+	Rate                      float64       // sales per second per terminal
+	ReplayFraction            float64       // sales sent twice on purpose
+	UserAgent                 string
+	// SaleTimeout bounds one sale with all its retries; a sale running
+	// when Duration ends may finish within it. Default 10s.
+	SaleTimeout time.Duration
+	Client      *http.Client
+}
+
+// Terminal is one simulated till.
+type Terminal struct{ ID, Key string }
+
+// Summary counts what happened.
+type Summary struct {
+	Terminals      int
+	Elapsed        time.Duration
+	Sales          int   // distinct flow numbers answered 201
+	TotalCents     int64 // of those sales
+	Replays        int   // replays on purpose answered with the same sale
+	ReplayMismatch int   // replays answered with anything else (a bug)
+	RateLimited    int   // 429 answers (each waited Retry-After, then retried)
+	Retries        int   // network errors, 5xx, request_in_progress: retried with the same key
+	Scans          int
+	Errors         map[string]int // requests given up, by error code
+}
+
+func (s *Summary) add(o Summary) {
+	s.Sales += o.Sales
+	s.TotalCents += o.TotalCents
+	s.Replays += o.Replays
+	s.ReplayMismatch += o.ReplayMismatch
+	s.RateLimited += o.RateLimited
+	s.Retries += o.Retries
+	s.Scans += o.Scans
+	for k, v := range o.Errors {
+		s.Errors[k] += v
+	}
+}
+
+// Print writes the summary for people (the demo reads the "sales ok" line).
+func (s Summary) Print(w io.Writer) {
+	nerr := 0
+	codes := make([]string, 0, len(s.Errors))
+	for k, v := range s.Errors {
+		nerr += v
+		codes = append(codes, k)
+	}
+	sort.Strings(codes)
+	fmt.Fprintf(w, "posedge-sim: %d terminals, %s\n", s.Terminals, s.Elapsed.Round(100*time.Millisecond))
+	fmt.Fprintf(w, "  sales ok      %6d  (distinct flow numbers)\n", s.Sales)
+	fmt.Fprintf(w, "  total cents   %6d\n", s.TotalCents)
+	fmt.Fprintf(w, "  replays       %6d  (same key sent again on purpose: same sale back)\n", s.Replays)
+	if s.ReplayMismatch > 0 {
+		fmt.Fprintf(w, "  BAD replays   %6d  (a replay answered differently)\n", s.ReplayMismatch)
+	}
+	fmt.Fprintf(w, "  rate limited  %6d  (429, waited Retry-After)\n", s.RateLimited)
+	fmt.Fprintf(w, "  retries       %6d  (network error, 5xx or in progress: same Idempotency-Key)\n", s.Retries)
+	fmt.Fprintf(w, "  scans         %6d\n", s.Scans)
+	fmt.Fprintf(w, "  errors        %6d\n", nerr)
+	for _, k := range codes {
+		fmt.Fprintf(w, "    %-24s %d\n", k, s.Errors[k])
+	}
+}
+
+// DemoBarcode is the barcode of demo item i (1-based), EAN-13 sized.
+func DemoBarcode(i int) string { return fmt.Sprintf("2000000%06d", i) }
+
+// Run seeds the demo items if asked, then runs every terminal until
+// c.Duration has passed or ctx is cancelled, and lets sales in flight
+// finish.
+func Run(ctx context.Context, c Config, log io.Writer) (Summary, error) {
+	if c.Client == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConnsPerHost = 4 * len(c.Terminals)
+		c.Client = &http.Client{Timeout: 5 * time.Second, Transport: tr}
+	}
+	if c.SaleTimeout == 0 {
+		c.SaleTimeout = 10 * time.Second
+	}
+	if len(c.Barcodes) == 0 {
+		n := c.SeedItems
+		if n == 0 {
+			n = 20
+		}
+		for i := 1; i <= n; i++ {
+			c.Barcodes = append(c.Barcodes, DemoBarcode(i))
+		}
+	}
+	if c.SeedItems > 0 {
+		if err := seed(ctx, c); err != nil {
+			return Summary{}, err
+		}
+		fmt.Fprintf(log, "posedge-sim: %d demo items put through %s\n", c.SeedItems, c.AdminURL)
+	}
+	fmt.Fprintf(log, "posedge-sim: %d terminals, %.1f sales/s each, for %s against %s\n",
+		len(c.Terminals), c.Rate, c.Duration, c.URL)
+
+	start := time.Now()
+	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
+	defer cancel()
+	total := Summary{Terminals: len(c.Terminals), Errors: map[string]int{}}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, t := range c.Terminals {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newTill(c, t).loop(runCtx)
+			mu.Lock()
+			total.add(s)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	total.Elapsed = time.Since(start)
+	return total, nil
+}
+
+// seed PUTs the demo items with plenty of stock.
+func seed(ctx context.Context, c Config) error {
+	cl := &client{c: c.Client, auth: c.AdminToken, ua: c.UserAgent}
+	for i := 1; i <= c.SeedItems; i++ {
+		body, _ := json.Marshal(map[string]any{
+			"name": fmt.Sprintf("Demo item %d", i), "price_cents": 99 + (i*337)%1900, "stock": 1_000_000,
+		})
+		ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		r, err := cl.call(ictx, http.MethodPut, c.AdminURL+"/admin/v1/items/"+DemoBarcode(i), body, "")
+		cancel()
+		if err != nil {
+			return fmt.Errorf("seed item %s: %w (is posedge's admin API at %s?)", DemoBarcode(i), err, c.AdminURL)
+		}
+		if r.status/100 != 2 {
+			return fmt.Errorf("seed item %s: %d %s", DemoBarcode(i), r.status, bytes.TrimSpace(r.body))
+		}
+	}
+	return nil
+}
+
+// till is one simulated terminal; it is used by one goroutine only.
+type till struct {
+	cfg   Config
+	id    string
+	cl    *client
+	sum   Summary
+	flows map[string]bool
+	seq   int
+	tag   string
+}
+
+func newTill(c Config, t Terminal) *till {
+	tag := make([]byte, 4)
+	for i := range tag {
+		tag[i] = byte(rand.UintN(256))
+	}
+	tl := &till{cfg: c, id: t.ID, flows: map[string]bool{}, tag: hex.EncodeToString(tag)}
+	tl.cl = &client{c: c.Client, auth: t.Key, ua: c.UserAgent}
+	tl.sum.Errors = map[string]int{}
+	return tl
+}
+
+func (t *till) loop(ctx context.Context) Summary {
+	interval := max(time.Duration(float64(time.Second)/t.cfg.Rate), time.Microsecond)
+	next := time.Now().Add(rand.N(interval)) // spread the terminals
+	for {
+		if sleep(ctx, time.Until(next)) != nil {
+			t.sum.Retries, t.sum.RateLimited = t.cl.retries, t.cl.limited
+			return t.sum
+		}
+		// A sale started runs to its end even when the run is over:
+		// abandoning it would leave its outcome unknown.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SaleTimeout)
+		t.sale(sctx)
+		cancel()
+		next = next.Add(interval)
+		if now := time.Now(); next.Before(now) {
+			next = now // never burst to catch up
+		}
+	}
+}
+
+type saleLine struct {
+	Barcode    string `json:"barcode"`
+	Qty        int    `json:"qty"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+type saleBody struct {
+	Lines      []saleLine `json:"lines"`
+	TotalCents int64      `json:"total_cents"`
+	Tender     string     `json:"tender"`
+	ReceiptNo  string     `json:"receipt_no"`
+}
+
+var tenders = []string{"cash", "card", "mobile", "other"}
+
+// sale scans one to four items and pays for them.
+func (t *till) sale(ctx context.Context) {
+	var b saleBody
+	for _, i := range rand.Perm(len(t.cfg.Barcodes))[:1+rand.IntN(min(4, len(t.cfg.Barcodes)))] {
+		bc := t.cfg.Barcodes[i]
+		t.sum.Scans++
+		r, err := t.cl.call(ctx, http.MethodGet, t.cfg.URL+"/v1/items/"+bc, nil, "")
+		if t.failed(r, err, http.StatusOK) {
+			return
+		}
+		var item struct {
+			PriceCents int64 `json:"price_cents"`
+		}
+		if err := json.Unmarshal(r.body, &item); err != nil {
+			t.sum.Errors["bad_item_json"]++
+			return
+		}
+		price := item.PriceCents
+		if rand.IntN(10) == 0 {
+			price -= price / 10 // the till gave a discount
+		}
+		l := saleLine{Barcode: bc, Qty: 1 + rand.IntN(3), PriceCents: price}
+		b.Lines = append(b.Lines, l)
+		b.TotalCents += int64(l.Qty) * l.PriceCents
+	}
+	t.seq++
+	b.Tender = tenders[rand.IntN(len(tenders))]
+	b.ReceiptNo = fmt.Sprintf("%s-%06d", t.id, t.seq)
+	body, _ := json.Marshal(b)
+	key := fmt.Sprintf("sim-%s-%s-%d", t.id, t.tag, t.seq)
+
+	r, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/sales", body, key)
+	if t.failed(r, err, http.StatusCreated) {
+		return
+	}
+	flow := flowNo(r.body)
+	if !t.flows[flow] {
+		t.flows[flow] = true
+		t.sum.Sales++
+		t.sum.TotalCents += b.TotalCents
+	}
+	if rand.Float64() >= t.cfg.ReplayFraction {
+		return
+	}
+	r2, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/sales", body, key)
+	if err == nil && r2.status == http.StatusCreated && flowNo(r2.body) == flow &&
+		r2.header.Get("Idempotent-Replayed") == "true" {
+		t.sum.Replays++
+	} else {
+		t.sum.ReplayMismatch++
+	}
+}
+
+// failed counts a request that did not end with want.
+func (t *till) failed(r answer, err error, want int) bool {
+	switch {
+	case err != nil:
+		t.sum.Errors["gave_up:"+errKind(err)]++
+	case r.status != want:
+		t.sum.Errors[errorCode(r)]++
+	default:
+		return false
+	}
+	return true
+}
+
+func errKind(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return "timeout"
+	}
+	return "network"
+}
+
+func flowNo(body []byte) string {
+	var s struct {
+		FlowNo string `json:"flow_no"`
+	}
+	json.Unmarshal(body, &s)
+	return s.FlowNo
+}
+
+// errorCode is the contract's error code of an answer, or http_<status>.
+func errorCode(r answer) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(r.body, &e) == nil && e.Error.Code != "" {
+		return e.Error.Code
+	}
+	return "http_" + strconv.Itoa(r.status)
+}
+
+type answer struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// client sends requests as one bearer and retries as a till should.
+type client struct {
+	c       *http.Client
+	auth    string
+	ua      string
+	retries int // network errors, 5xx, request_in_progress
+	limited int // 429 answers
+}
+
+// call sends one request until it gets an answer to keep: network errors,
+// 5xx and 409 request_in_progress are retried with the very same request
+// (same body, same Idempotency-Key, so a sale is never made twice); a 429
+// waits Retry-After first. It gives up only when ctx ends.
+func (cl *client) call(ctx context.Context, method, url string, body []byte, idemKey string) (answer, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		r, err := cl.once(ctx, method, url, body, idemKey)
+		var wait time.Duration
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return r, err
+		case err != nil:
+			cl.retries++
+			wait = backoff
+		case r.status == http.StatusTooManyRequests:
+			cl.limited++
+			wait = retryAfter(r.header, time.Second)
+		case r.status >= 500 || (r.status == http.StatusConflict && errorCode(r) == "request_in_progress"):
+			cl.retries++
+			wait = retryAfter(r.header, backoff)
+		default:
+			return r, nil
+		}
+		if serr := sleep(ctx, wait); serr != nil {
+			if err == nil {
+				err = serr
+			}
+			return r, err
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (cl *client) once(ctx context.Context, method, url string, body []byte, idemKey string) (answer, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	if err != nil {
+		return answer{}, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if cl.auth != "" {
+		req.Header.Set("Authorization", "Bearer "+cl.auth)
+	}
+	if idemKey != "" {
+		req.Header.Set("Idempotency-Key", idemKey)
+	}
+	req.Header.Set("User-Agent", cl.ua)
+	res, err := cl.c.Do(req)
+	if err != nil {
+		return answer{}, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if err != nil {
+		return answer{}, err
+	}
+	return answer{status: res.StatusCode, header: res.Header, body: b}, nil
+}
+
+// retryAfter reads Retry-After in whole seconds, else def.
+func retryAfter(h http.Header, def time.Duration) time.Duration {
+	if n, err := strconv.Atoi(h.Get("Retry-After")); err == nil && n >= 0 {
+		return time.Duration(n) * time.Second
+	}
+	return def
+}
+
+// sleep waits d or until ctx ends (then it returns ctx.Err()).
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-tm.C:
+		return nil
+	}
+}

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/posedge/posedge/edge/config"
+)
+
+// checkConfigCommand is `posedge check-config`: validate, print, exit 0/1.
+type checkConfigCommand struct{}
+
+func (c *checkConfigCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("posedge check-config", flag.ContinueOnError)
+	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: 2}
+	}
+	p := *path
+	if p == "" {
+		p = config.DefaultPath()
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		return &exitError{code: 1, err: err}
+	}
+	fmt.Fprintf(stdout, "%s: OK (store %s, %d terminals)\n", p, cfg.StoreID, len(cfg.Terminals))
+	return nil
+}
+
+func defaultConfigHint() string { return config.DefaultPath() }

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/edge/daemon"
+	"github.com/posedge/posedge/edge/status"
+	"github.com/posedge/posedge/offline/journal"
+)
+
+// statusCommand is `posedge status`: one screen for a technician, Nagios
+// exit codes, --json for machines.
+type statusCommand struct{}
+
+func (c *statusCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("posedge status", flag.ContinueOnError)
+	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	asJSON := fs.Bool("json", false, "print the status object as JSON")
+	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the daemon")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{code: status.ExitCode(status.Unknown)}
+	}
+	p := *path
+	if p == "" {
+		p = config.DefaultPath()
+	}
+	cfg, err := config.Load(p)
+	if err != nil {
+		r := status.Report{Status: status.Unknown, Mode: "unknown",
+			Checks: []status.Check{{Name: "config", Status: status.Unknown, Detail: err.Error(), Hint: "fix the config: posedge check-config --config " + p}}}
+		return c.print(stdout, r, *asJSON)
+	}
+	r, err := fetch(ctx, &cfg, *timeout)
+	if err != nil {
+		r = offlineReport(ctx, &cfg, err)
+	}
+	return c.print(stdout, r, *asJSON)
+}
+
+func (c *statusCommand) print(w io.Writer, r status.Report, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	} else if err := status.Render(w, r); err != nil {
+		return err
+	}
+	if code := status.ExitCode(r.Status); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// fetch asks the running daemon over its admin listener.
+func fetch(ctx context.Context, cfg *config.Config, timeout time.Duration) (status.Report, error) {
+	var r status.Report
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	host := cfg.Admin.Listen
+	if strings.HasPrefix(host, "0.0.0.0:") {
+		host = "127.0.0.1:" + strings.TrimPrefix(host, "0.0.0.0:")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/admin/v1/status", nil)
+	if err != nil {
+		return r, err
+	}
+	if cfg.Admin.TokenFile != "" {
+		if b, err := os.ReadFile(cfg.Admin.TokenFile); err == nil {
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
+		}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return r, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return r, fmt.Errorf("admin API answered %s", res.Status)
+	}
+	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
+		return r, fmt.Errorf("admin API answered something that is not a status: %w", err)
+	}
+	return r, nil
+}
+
+// offlineReport is CRIT (the daemon does not answer) with what the journal
+// file, opened read-only, still tells.
+func offlineReport(ctx context.Context, cfg *config.Config, cause error) status.Report {
+	msg := cause.Error()
+	var ne interface{ Timeout() bool }
+	if errors.As(cause, &ne) && ne.Timeout() {
+		msg = "timed out"
+	}
+	f := status.Facts{Now: time.Now(), DaemonUp: false, DaemonError: msg + " (admin " + cfg.Admin.Listen + ")", StoreID: cfg.StoreID}
+	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{ReadOnly: true})
+	if err != nil {
+		f.Journal = status.JournalFacts{Path: cfg.Journal.Path, Error: err.Error()}
+	} else {
+		f.Journal, f.HQ = daemon.JournalFacts(ctx, j, f.HQ)
+		j.Close()
+	}
+	return status.Evaluate(f, daemon.Thresholds(cfg))
+}

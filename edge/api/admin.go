@@ -1,0 +1,240 @@
+package api
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/edge/ratelimit"
+)
+
+// AdminDeps are what the admin API needs.
+type AdminDeps struct {
+	Token   string // bearer token; empty = none required (loopback listener)
+	Ledger  *ledger.Ledger
+	Limiter *ratelimit.Limiter
+	Metrics http.Handler
+	Ready   func(ctx context.Context) error // nil error = ready
+	Status  func(ctx context.Context) any   // the object `posedge status --json` prints
+	SyncNow func()                          // wake the replay up
+	Extra   map[string]http.Handler         // further admin routes, by mux pattern
+	Log     *slog.Logger
+}
+
+var dateRE = regexp.MustCompile(`^[0-9]{8}$`)
+
+// NewAdmin returns the admin API handler.
+func NewAdmin(d AdminDeps) http.Handler {
+	a := &adminAPI{d}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", a.ready)
+	if d.Metrics != nil {
+		mux.Handle("GET /metrics", d.Metrics)
+	}
+	mux.HandleFunc("GET /admin/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, d.Status(r.Context()))
+	})
+	mux.HandleFunc("PUT /admin/v1/items/{barcode}", a.putItem)
+	mux.HandleFunc("POST /admin/v1/promo", a.promo)
+	mux.HandleFunc("GET /admin/v1/promo", a.getPromo)
+	mux.HandleFunc("GET /admin/v1/stats/daily", a.daily)
+	mux.HandleFunc("GET /admin/v1/stats/hourly", a.hourly)
+	mux.HandleFunc("POST /admin/v1/sync/now", func(w http.ResponseWriter, r *http.Request) {
+		if d.SyncNow != nil {
+			d.SyncNow()
+		}
+		writeJSON(w, http.StatusAccepted, map[string]string{"status": "replay woken up"})
+	})
+	for p, h := range d.Extra {
+		mux.Handle(p, h)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
+	return a.auth(mux)
+}
+
+type adminAPI struct{ AdminDeps }
+
+func (a *adminAPI) auth(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a.Token != "" && r.URL.Path != "/healthz" {
+			_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if subtle.ConstantTimeCompare([]byte(tok), []byte(a.Token)) != 1 {
+				writeError(w, http.StatusUnauthorized, "unauthorized", "admin token required (Authorization: Bearer <token>)")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *adminAPI) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := a.Ready(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "not_ready", err.Error())
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (a *adminAPI) putItem(w http.ResponseWriter, r *http.Request) {
+	bc := r.PathValue("barcode")
+	if !ledger.ValidBarcode(bc) {
+		writeError(w, http.StatusBadRequest, "invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]")
+		return
+	}
+	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
+	if e != nil {
+		fail(w, a.Log, e)
+		return
+	}
+	var in struct {
+		Name       *string          `json:"name"`
+		PriceCents *json.RawMessage `json:"price_cents"`
+		Stock      *json.RawMessage `json:"stock"`
+	}
+	if e := ledger.DecodeStrict(b, &in); e != nil {
+		fail(w, a.Log, e)
+		return
+	}
+	if in.Name == nil || len(*in.Name) == 0 || len(*in.Name) > 128 {
+		writeError(w, http.StatusBadRequest, "invalid_name", "name is required, at most 128 bytes")
+		return
+	}
+	if in.PriceCents == nil || in.Stock == nil {
+		writeError(w, http.StatusBadRequest, "invalid_amount", "price_cents and stock are required")
+		return
+	}
+	price, ok := ledger.IntField(*in.PriceCents, 0, ledger.MaxCents)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "invalid_amount", "price_cents must be a whole, non-negative number of cents")
+		return
+	}
+	stock, ok := ledger.IntField(*in.Stock, 0, 1<<40)
+	if !ok {
+		writeError(w, http.StatusBadRequest, "invalid_qty", "stock must be a whole, non-negative number")
+		return
+	}
+	it := ledger.Item{Barcode: bc, Name: *in.Name, PriceCents: price, Stock: stock}
+	if err := a.Ledger.PutItem(r.Context(), it); err != nil {
+		fail(w, a.Log, err)
+		return
+	}
+	a.Log.Info("item upserted", "barcode", bc, "price_cents", price, "stock", stock, "by", r.RemoteAddr)
+	writeJSON(w, http.StatusOK, it)
+}
+
+func (a *adminAPI) promo(w http.ResponseWriter, r *http.Request) {
+	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
+	if e != nil {
+		fail(w, a.Log, e)
+		return
+	}
+	var in struct {
+		Coefficient *float64 `json:"coefficient"`
+		TTLSeconds  *int     `json:"ttl_seconds"`
+		StartsAt    *string  `json:"starts_at"`
+		Actions     []string `json:"actions"`
+		SetBy       string   `json:"set_by"`
+	}
+	if e := ledger.DecodeStrict(b, &in); e != nil {
+		fail(w, a.Log, e)
+		return
+	}
+	if in.Coefficient == nil {
+		writeError(w, http.StatusBadRequest, "invalid_promo", "coefficient is required, a number in (0, 10]")
+		return
+	}
+	p := ratelimit.Promo{Coefficient: *in.Coefficient, Actions: in.Actions, SetBy: in.SetBy}
+	if in.TTLSeconds != nil {
+		if *in.TTLSeconds <= 0 {
+			writeError(w, http.StatusBadRequest, "invalid_promo", "ttl_seconds must be > 0")
+			return
+		}
+		p.TTLSeconds = *in.TTLSeconds
+	}
+	if in.StartsAt != nil {
+		t, err := time.Parse(time.RFC3339, *in.StartsAt)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_promo", "starts_at must be RFC3339")
+			return
+		}
+		p.StartsAt = t
+	}
+	if p.SetBy == "" {
+		p.SetBy = "admin@" + r.RemoteAddr
+	}
+	stored, err := a.Limiter.SetPromo(r.Context(), p)
+	if errors.Is(err, ratelimit.ErrInvalidPromo) {
+		writeError(w, http.StatusBadRequest, "invalid_promo", err.Error())
+		return
+	}
+	if err != nil {
+		if ledger.IsRedisUnavailable(err) {
+			writeError(w, http.StatusServiceUnavailable, "redis_unavailable", "storing the promotion needs Redis")
+			return
+		}
+		fail(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, stored)
+}
+
+func (a *adminAPI) getPromo(w http.ResponseWriter, r *http.Request) {
+	p, err := a.Limiter.CurrentPromo(r.Context())
+	if err != nil {
+		fail(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"promo": p})
+}
+
+func (a *adminAPI) date(w http.ResponseWriter, r *http.Request) (string, bool) {
+	d := r.URL.Query().Get("date")
+	if d == "" {
+		return a.Ledger.Today(), true
+	}
+	if _, err := time.Parse("20060102", d); err != nil || !dateRE.MatchString(d) {
+		writeError(w, http.StatusBadRequest, "invalid_date", "date must be YYYYMMDD")
+		return "", false
+	}
+	return d, true
+}
+
+func (a *adminAPI) daily(w http.ResponseWriter, r *http.Request) {
+	d, ok := a.date(w, r)
+	if !ok {
+		return
+	}
+	s, err := a.Ledger.DailyStats(r.Context(), d)
+	if err != nil {
+		fail(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *adminAPI) hourly(w http.ResponseWriter, r *http.Request) {
+	d, ok := a.date(w, r)
+	if !ok {
+		return
+	}
+	s, err := a.Ledger.HourlyStats(r.Context(), d)
+	if err != nil {
+		fail(w, a.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}

@@ -1,0 +1,274 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/edge/ratelimit"
+)
+
+// TerminalDeps are what the terminal API needs.
+type TerminalDeps struct {
+	Keys    map[string]string // hex sha256 of a key → terminal id
+	Ledger  *ledger.Ledger
+	Limiter *ratelimit.Limiter
+	Guard   *ratelimit.AuthGuard
+	Log     *slog.Logger
+	Seen    *LastSeen // may be nil
+}
+
+// LastSeen records when each terminal last called.
+type LastSeen struct {
+	mu sync.Mutex
+	m  map[string]time.Time
+}
+
+// NewLastSeen makes an empty record.
+func NewLastSeen() *LastSeen { return &LastSeen{m: map[string]time.Time{}} }
+
+func (s *LastSeen) mark(term string) {
+	s.mu.Lock()
+	s.m[term] = time.Now()
+	s.mu.Unlock()
+}
+
+// Snapshot copies the record.
+func (s *LastSeen) Snapshot() map[string]time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]time.Time, len(s.m))
+	for k, v := range s.m {
+		out[k] = v
+	}
+	return out
+}
+
+type terminalAPI struct{ TerminalDeps }
+
+type termHandler func(w http.ResponseWriter, r *http.Request, term string)
+
+// NewTerminal returns the terminal API handler.
+func NewTerminal(d TerminalDeps) http.Handler {
+	t := &terminalAPI{d}
+	mux := http.NewServeMux()
+	mux.Handle("GET /v1/items/{barcode}", t.guard(ratelimit.ActionScan, t.item))
+	mux.Handle("POST /v1/payment-tokens", t.guard("", t.token))
+	mux.Handle("POST /v1/sales", t.guard(ratelimit.ActionPay, t.sale))
+	mux.Handle("POST /v1/sales/batch", t.guard(ratelimit.ActionSync, t.batch))
+	mux.Handle("GET /v1/sales/{flow_no}", t.guard("", t.get))
+	mux.Handle("POST /v1/refunds", t.guard(ratelimit.ActionRefund, t.refund))
+	mux.Handle("/", t.guard("", func(w http.ResponseWriter, r *http.Request, _ string) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	}))
+	return mux
+}
+
+func sourceAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// guard authenticates, then charges the limiter (every level at once)
+// before anything else: an allowed request is charged whatever follows.
+func (t *terminalAPI) guard(action string, h termHandler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		src := sourceAddr(r)
+		if blocked, retry := t.Guard.Blocked(src); blocked {
+			w.Header().Set("Retry-After", itoa(ratelimit.RetryAfterSeconds(retry)))
+			writeError(w, http.StatusTooManyRequests, "rate_limited", "too many failed authentications from this address; wait before retrying")
+			return
+		}
+		term, ok := t.auth(r)
+		if !ok {
+			t.Guard.Fail(src)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="posedge"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "missing or unknown terminal key (Authorization: Bearer <key>)")
+			return
+		}
+		if t.Seen != nil {
+			t.Seen.mark(term)
+		}
+		dec, err := t.Limiter.Allow(r.Context(), term, action)
+		if err != nil {
+			t.Log.Error("rate limiter", "terminal", term, "err", err)
+			writeError(w, http.StatusInternalServerError, "internal", "rate limiter failed")
+			return
+		}
+		dec.WriteHeaders(w.Header())
+		if !dec.Allowed {
+			writeError(w, http.StatusTooManyRequests, "rate_limited", "rate limit of "+dec.Policy+" reached; retry after the Retry-After seconds")
+			return
+		}
+		h(w, r, term)
+	})
+}
+
+func (t *terminalAPI) auth(r *http.Request) (string, bool) {
+	h := r.Header.Get("Authorization")
+	scheme, key, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
+		return "", false
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSpace(key)))
+	term, ok := t.Keys[hex.EncodeToString(sum[:])]
+	return term, ok
+}
+
+func (t *terminalAPI) item(w http.ResponseWriter, r *http.Request, _ string) {
+	bc := r.PathValue("barcode")
+	if !ledger.ValidBarcode(bc) {
+		writeError(w, http.StatusBadRequest, "invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]")
+		return
+	}
+	it, err := t.Ledger.Item(r.Context(), bc)
+	if err != nil {
+		fail(w, t.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, it)
+}
+
+func (t *terminalAPI) token(w http.ResponseWriter, r *http.Request, term string) {
+	if b, e := ledger.ReadBody(r, ledger.MaxBodyBytes); e != nil {
+		fail(w, t.Log, e)
+		return
+	} else if len(strings.TrimSpace(string(b))) > 0 && strings.TrimSpace(string(b)) != "{}" {
+		writeError(w, http.StatusBadRequest, "unknown_field", "payment-tokens takes no body")
+		return
+	}
+	tok, err := t.Ledger.NewToken(r.Context(), term)
+	if err != nil {
+		fail(w, t.Log, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, tok)
+}
+
+// idemKey reads the required Idempotency-Key header.
+func idemKey(w http.ResponseWriter, r *http.Request) (string, bool) {
+	k := r.Header.Get("Idempotency-Key")
+	if k == "" {
+		writeError(w, http.StatusBadRequest, "idempotency_key_missing", "the Idempotency-Key header is required")
+		return "", false
+	}
+	if !ledger.ValidKey(k) {
+		writeError(w, http.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key must be 1-64 of [A-Za-z0-9._:-]")
+		return "", false
+	}
+	return k, true
+}
+
+func (t *terminalAPI) answer(w http.ResponseWriter, res *ledger.Result, err error) {
+	if err != nil {
+		fail(w, t.Log, err)
+		return
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	writeRaw(w, http.StatusCreated, res.Body)
+}
+
+func (t *terminalAPI) sale(w http.ResponseWriter, r *http.Request, term string) {
+	key, ok := idemKey(w, r)
+	if !ok {
+		return
+	}
+	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
+	if e != nil {
+		fail(w, t.Log, e)
+		return
+	}
+	s, e := ledger.ParseSale(b)
+	if e != nil {
+		fail(w, t.Log, e)
+		return
+	}
+	res, err := t.Ledger.Sale(r.Context(), term, key, s)
+	t.answer(w, res, err)
+}
+
+func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string) {
+	key, ok := idemKey(w, r)
+	if !ok {
+		return
+	}
+	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
+	if e != nil {
+		fail(w, t.Log, e)
+		return
+	}
+	rf, e := ledger.ParseRefund(b)
+	if e != nil {
+		fail(w, t.Log, e)
+		return
+	}
+	res, err := t.Ledger.Refund(r.Context(), term, key, rf)
+	t.answer(w, res, err)
+}
+
+type batchItem struct {
+	Status int             `json:"status"`
+	Sale   json.RawMessage `json:"sale,omitempty"`
+	Error  *struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error,omitempty"`
+}
+
+func (t *terminalAPI) batch(w http.ResponseWriter, r *http.Request, term string) {
+	b, e := ledger.ReadBody(r, ledger.MaxBatchBodyBytes)
+	if e != nil {
+		fail(w, t.Log, e)
+		return
+	}
+	sales, e := ledger.ParseBatch(b)
+	if e != nil {
+		fail(w, t.Log, e)
+		return
+	}
+	results := t.Ledger.Batch(r.Context(), term, sales)
+	out := make([]batchItem, len(results))
+	for i, res := range results {
+		if res.Err != nil {
+			out[i].Status = res.Err.Status
+			out[i].Error = &struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			}{res.Err.Code, res.Err.Message}
+			continue
+		}
+		out[i] = batchItem{Status: http.StatusCreated, Sale: res.Result.Body}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": out})
+}
+
+func (t *terminalAPI) get(w http.ResponseWriter, r *http.Request, _ string) {
+	flow := r.PathValue("flow_no")
+	if !ledger.ValidFlowNo(flow) {
+		writeError(w, http.StatusNotFound, "sale_not_found", "no such flow number")
+		return
+	}
+	b, err := t.Ledger.Get(r.Context(), flow)
+	if err != nil {
+		fail(w, t.Log, err)
+		return
+	}
+	writeRaw(w, http.StatusOK, b)
+}
+
+func itoa(n int) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}

@@ -1,0 +1,235 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/posedge/posedge/edge/api"
+	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/edge/status"
+	"github.com/posedge/posedge/offline/diskspace"
+	"github.com/posedge/posedge/offline/journal"
+	"github.com/posedge/posedge/sync/replay"
+)
+
+// Daemon is one running posedge.
+type Daemon struct {
+	cfg     *config.Config
+	version string
+	log     *slog.Logger
+	started time.Time
+
+	rdb     redis.UniversalClient
+	j       *journal.Journal
+	ledger  *ledger.Ledger
+	limiter *ratelimit.Limiter
+	replay  *replay.Replayer
+	seen    *api.LastSeen
+	reg     *prometheus.Registry
+	ready   atomic.Bool
+}
+
+// Run starts posedge and serves until ctx ends, then shuts down cleanly:
+// listeners first, so no sale is cut between journal and answer.
+func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logger) error {
+	d := &Daemon{cfg: cfg, version: version, log: log, started: time.Now(), seen: api.NewLastSeen(),
+		reg: prometheus.NewRegistry()}
+	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{Logger: log})
+	if err != nil {
+		return fmt.Errorf("open journal: %w", err)
+	}
+	d.j = j
+	defer j.Close()
+
+	d.rdb = NewRedis(cfg)
+	defer d.rdb.Close()
+
+	acts := map[string]ratelimit.Policy{}
+	for k, p := range cfg.Limits.Actions {
+		acts[k] = ratelimit.Policy{Limit: p.Limit, Window: p.Window.D()}
+	}
+	d.limiter, err = ratelimit.New(d.rdb, ratelimit.Config{StoreID: cfg.StoreID,
+		Store:    ratelimit.Policy{Limit: cfg.Limits.Store.Limit, Window: cfg.Limits.Store.Window.D()},
+		Terminal: ratelimit.Policy{Limit: cfg.Limits.Terminal.Limit, Window: cfg.Limits.Terminal.Window.D()},
+		Actions:  acts, FallbackFraction: cfg.Limits.FallbackFraction, RedisTimeout: cfg.Redis.Timeout.D()}, log, d.reg)
+	if err != nil {
+		return fmt.Errorf("rate limiter: %w", err)
+	}
+	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(),
+		RedisTimeout: cfg.Redis.Timeout.D(), MinReplicasAck: *cfg.Redis.MinReplicasAck, WaitTimeout: cfg.Redis.WaitTimeout.D()},
+		d.rdb, j, log, d.reg)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
+		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
+		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
+		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second}, j, d.limiter, log, d.reg)
+	if err != nil {
+		return fmt.Errorf("hq replay: %w", err)
+	}
+
+	adminToken := ""
+	if cfg.Admin.TokenFile != "" {
+		b, err := os.ReadFile(cfg.Admin.TokenFile)
+		if err != nil {
+			return fmt.Errorf("admin.token_file: %w", err)
+		}
+		adminToken = strings.TrimSpace(string(b))
+	}
+	term := api.NewTerminal(api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
+		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen})
+	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
+		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
+		Status: func(ctx context.Context) any { return d.Status(ctx) }, SyncNow: d.replay.Kick,
+		Extra: d.extraRoutes(), Log: log})
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 4)
+	termSrv := &http.Server{Addr: cfg.Listen, Handler: term, ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	adminSrv := &http.Server{Addr: cfg.Admin.Listen, Handler: admin, ReadHeaderTimeout: 5 * time.Second}
+	termLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen %s (listen): %w", cfg.Listen, err)
+	}
+	adminLn, err := net.Listen("tcp", cfg.Admin.Listen)
+	if err != nil {
+		termLn.Close()
+		return fmt.Errorf("listen %s (admin.listen): %w", cfg.Admin.Listen, err)
+	}
+	go func() { errc <- serve(adminSrv, adminLn, "", "") }()
+
+	// Recovery before serving terminals: sales a crash left in Redis only
+	// are journaled, Redis's sequence is raised past the journal's.
+	d.recover(ctx)
+	go d.ledger.Watch(ctx, 500*time.Millisecond)
+	go func() {
+		if err := d.replay.Run(ctx); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("hq replay: %w", err)
+		}
+	}()
+	go func() { errc <- serve(termSrv, termLn, cfg.TLS.CertFile, cfg.TLS.KeyFile) }()
+	d.ready.Store(true)
+	log.Info("posedge serving", "store_id", cfg.StoreID, "listen", cfg.Listen, "admin", cfg.Admin.Listen, "version", version)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+	}
+	d.ready.Store(false)
+	shut, cancelShut := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancelShut()
+	_ = termSrv.Shutdown(shut)
+	_ = adminSrv.Shutdown(shut)
+	cancel()
+	log.Info("posedge stopped")
+	return runErr
+}
+
+func serve(s *http.Server, ln net.Listener, cert, key string) error {
+	var err error
+	if cert != "" {
+		err = s.ServeTLS(ln, cert, key)
+	} else {
+		err = s.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("serve %s: %w", s.Addr, err)
+}
+
+// recover runs the start-up recovery while Redis answers; when it does
+// not, the daemon starts in degraded mode and Watch recovers later.
+func (d *Daemon) recover(ctx context.Context) {
+	if err := d.ledger.Ping(ctx); err != nil {
+		d.log.Warn("redis unreachable at start: degraded mode", "err", err)
+		d.ledger.SetRedisDown(true)
+		return
+	}
+	if err := d.ledger.RaiseSequence(ctx); err != nil {
+		d.log.Warn("raise flow sequence", "err", err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if n, err := d.ledger.RecoverOrphans(rctx); err != nil {
+		d.log.Warn("recovery scan", "err", err)
+	} else if n > 0 {
+		d.log.Warn("recovered sales a crash left in redis only", "count", n)
+	}
+}
+
+func (d *Daemon) readyErr(ctx context.Context) error {
+	if !d.ready.Load() {
+		return errors.New("starting: recovery not finished")
+	}
+	if _, err := d.j.Stats(ctx); err != nil {
+		return fmt.Errorf("journal: %w", err)
+	}
+	if d.ledger.Degraded() {
+		return errors.New("redis unavailable: serving in degraded mode")
+	}
+	return nil
+}
+
+// Status gathers the facts and judges them.
+func (d *Daemon) Status(ctx context.Context) status.Report {
+	f := status.Facts{Now: time.Now(), DaemonUp: true, Version: d.version, StoreID: d.cfg.StoreID,
+		UptimeSeconds: int64(time.Since(d.started) / time.Second), Degraded: d.ledger.Degraded(),
+		FallbackActive: d.limiter.FallbackActive(), Terminals: d.seen.Snapshot()}
+	f.Redis = redisFacts(ctx, d.cfg, d.rdb)
+	rs := d.replay.Status()
+	f.HQ = status.HQFacts{Connected: rs.Connected, LastSyncAt: rs.LastSyncAt, LastError: rs.LastError, RatePerSec: rs.RatePerSec}
+	f.Journal, f.HQ = JournalFacts(ctx, d.j, f.HQ)
+	return status.Evaluate(f, Thresholds(d.cfg))
+}
+
+// JournalFacts reads the journal's figures and the free space of its disk,
+// and fills the backlog part of hq from them.
+func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (status.JournalFacts, status.HQFacts) {
+	jf := status.JournalFacts{Path: j.Path()}
+	if free, err := diskspace.Free(j.Path()); err == nil {
+		jf.DiskFree = free
+	}
+	st, err := j.Stats(ctx)
+	if err != nil {
+		jf.Error = err.Error()
+		return jf, hq
+	}
+	jf.SizeBytes, jf.Rows, jf.Quarantined, jf.Unapplied, jf.MaxFlowNo = st.SizeBytes, st.Rows, st.Quarantined, st.Unapplied, st.MaxFlowNo
+	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
+	if hq.LastSyncAt == nil {
+		hq.LastSyncAt = st.LastAckedAt
+	}
+	return jf, hq
+}
+
+// Thresholds are the status thresholds of a config.
+func Thresholds(c *config.Config) status.Thresholds {
+	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
+		QuotaBytes: c.Journal.QuotaBytes, BacklogCritAge: c.HQ.BacklogCritAge.D()}
+}
+
+func (d *Daemon) extraRoutes() map[string]http.Handler {
+	return map[string]http.Handler{}
+}

@@ -1,0 +1,80 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/edge/status"
+)
+
+// NewRedis connects through the Sentinels (or to redis.addr) with short
+// timeouts: a till must never wait seconds for a Redis that is gone.
+// RouteByLatency/RouteRandomly stay off (NewFailoverClient panics with them).
+func NewRedis(c *config.Config) redis.UniversalClient {
+	timeout := c.Redis.Timeout.D()
+	if c.Redis.Addr != "" {
+		return redis.NewClient(&redis.Options{Addr: c.Redis.Addr, Password: c.Redis.Password,
+			DialTimeout: timeout, ReadTimeout: timeout + c.Redis.WaitTimeout.D(), WriteTimeout: timeout,
+			PoolTimeout: timeout, MaxRetries: 1, ContextTimeoutEnabled: true})
+	}
+	return redis.NewFailoverClient(&redis.FailoverOptions{
+		MasterName: c.Redis.MasterName, SentinelAddrs: c.Redis.Sentinels,
+		SentinelPassword: c.Redis.SentinelPassword, Password: c.Redis.Password,
+		DialTimeout: timeout, ReadTimeout: timeout + c.Redis.WaitTimeout.D(), WriteTimeout: timeout,
+		PoolTimeout: timeout, MaxRetries: 1, ContextTimeoutEnabled: true,
+	})
+}
+
+// redisFacts asks the Sentinels and the master what status needs.
+func redisFacts(ctx context.Context, c *config.Config, rdb redis.UniversalClient) status.RedisFacts {
+	f := status.RedisFacts{WantReplicas: c.Redis.Replicas, SentinelsAll: len(c.Redis.Sentinels)}
+	for _, a := range c.Redis.Sentinels {
+		sc := redis.NewSentinelClient(&redis.Options{Addr: a, Password: c.Redis.SentinelPassword,
+			DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
+		addr, err := sc.GetMasterAddrByName(ctx, c.Redis.MasterName).Result()
+		sc.Close()
+		if err == nil && len(addr) == 2 {
+			f.Sentinels++
+			if f.Master == "" {
+				f.Master = addr[0] + ":" + addr[1]
+			}
+		}
+	}
+	if c.Redis.Addr != "" {
+		f.Master = c.Redis.Addr
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	info, err := rdb.Info(ctx, "replication", "memory").Result()
+	if err != nil {
+		f.Error = err.Error()
+		return f
+	}
+	fields := map[string]string{}
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok {
+			fields[k] = v
+		}
+		if strings.HasPrefix(k, "slave") && strings.Contains(v, "state=online") {
+			f.Replicas++
+		}
+	}
+	f.UsedMemory, _ = strconv.ParseInt(fields["used_memory"], 10, 64)
+	f.MaxMemory, _ = strconv.ParseInt(fields["maxmemory"], 10, 64)
+	if fields["role"] != "master" {
+		f.Error = fmt.Sprintf("the node answering is a %s, not the master", fields["role"])
+		return f
+	}
+	if t, err := rdb.Time(ctx).Result(); err == nil {
+		f.ClockSkew = time.Since(t)
+	}
+	f.OK = true
+	return f
+}

@@ -1,0 +1,123 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/posedge/posedge/offline/journal"
+)
+
+// Item is an item-master entry as a terminal sees it.
+type Item struct {
+	Barcode    string `json:"barcode"`
+	Name       string `json:"name"`
+	PriceCents int64  `json:"price_cents"`
+	Stock      int64  `json:"stock"`
+	Stale      bool   `json:"stale"`
+}
+
+// PutItem upserts an item in Redis and in the daemon's own copy.
+func (l *Ledger) PutItem(ctx context.Context, it Item) error {
+	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	err := l.rdb.HSet(rctx, l.k.item(it.Barcode), "name", it.Name, "price_cents", it.PriceCents, "stock", it.Stock).Err()
+	if err != nil {
+		if IsRedisUnavailable(err) {
+			l.SetRedisDown(true)
+			return errRedisUnavailable("writing the item master")
+		}
+		return err
+	}
+	if err := l.j.PutItem(ctx, journal.Item{Barcode: it.Barcode, Name: it.Name, PriceCents: it.PriceCents,
+		Stock: it.Stock, UpdatedAt: l.now()}); err != nil {
+		return errJournal(err)
+	}
+	return nil
+}
+
+// Item looks an item up in Redis, or in the daemon's copy (stale) while
+// Redis is down.
+func (l *Ledger) Item(ctx context.Context, barcode string) (*Item, error) {
+	if !l.Degraded() {
+		rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+		defer cancel()
+		m, err := l.rdb.HMGet(rctx, l.k.item(barcode), "name", "price_cents", "stock").Result()
+		if err == nil {
+			if m[0] == nil {
+				return nil, errf(http.StatusNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
+			}
+			it := &Item{Barcode: barcode, Name: str(m[0])}
+			it.PriceCents, _ = strconv.ParseInt(str(m[1]), 10, 64)
+			it.Stock, _ = strconv.ParseInt(str(m[2]), 10, 64)
+			return it, nil
+		}
+		if !IsRedisUnavailable(err) {
+			return nil, err
+		}
+		l.SetRedisDown(true)
+	}
+	c, err := l.j.Item(ctx, barcode)
+	if err != nil {
+		return nil, errJournal(err)
+	}
+	if c == nil {
+		return nil, errRedisUnavailable("looking up an item the daemon has never seen")
+	}
+	return &Item{Barcode: c.Barcode, Name: c.Name, PriceCents: c.PriceCents, Stock: c.Stock, Stale: true}, nil
+}
+
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
+
+// TokenTTL is how long an unused payment token stays valid.
+const TokenTTL = 5 * time.Minute
+
+// Token is a one-time payment token.
+type Token struct {
+	Token     string `json:"token"`
+	ExpiresAt string `json:"expires_at"`
+}
+
+// NewToken issues a one-time payment token bound to the terminal.
+func (l *Ledger) NewToken(ctx context.Context, term string) (*Token, error) {
+	if l.Degraded() {
+		return nil, errRedisUnavailable("issuing a payment token")
+	}
+	var b [16]byte
+	if _, err := randRead(b[:]); err != nil {
+		return nil, err
+	}
+	tok := "pt_" + hexStr(b[:])
+	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	pipe := l.rdb.TxPipeline()
+	pipe.HSet(rctx, l.k.token(tok), "terminal", term, "state", "PENDING")
+	pipe.Expire(rctx, l.k.token(tok), TokenTTL)
+	if _, err := pipe.Exec(rctx); err != nil {
+		if IsRedisUnavailable(err) {
+			l.SetRedisDown(true)
+			return nil, errRedisUnavailable("issuing a payment token")
+		}
+		return nil, err
+	}
+	return &Token{Token: tok, ExpiresAt: l.now().Add(TokenTTL).UTC().Format(time.RFC3339)}, nil
+}
+
+// Ping checks that Redis answers and takes writes: what decides degraded
+// mode. It writes a small key so OOM, READONLY and MISCONF show.
+func (l *Ledger) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	err := l.rdb.Set(ctx, l.k.p+"alive", l.owner, time.Minute).Err()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return err
+	}
+	return nil
+}

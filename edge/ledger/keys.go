@@ -1,0 +1,15 @@
+package ledger
+
+// Redis key names. Every key carries the store as a hash tag so a store's
+// keys can live on one Redis Cluster slot.
+type keys struct{ p string }
+
+func newKeys(store string) keys { return keys{p: "pe:{" + store + "}:"} }
+
+func (k keys) idem(term, key string) string { return k.p + "idem:" + term + ":" + key }
+func (k keys) seq() string                  { return k.p + "seq" }
+func (k keys) daily(day string) string      { return k.p + "daily:" + day }
+func (k keys) hourly(day string) string     { return k.p + "hourly:" + day }
+func (k keys) token(tok string) string      { return k.p + "token:" + tok }
+func (k keys) refunded(flow string) string  { return k.p + "refunded:" + flow }
+func (k keys) item(barcode string) string   { return k.p + "item:" + barcode }

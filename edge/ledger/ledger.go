@@ -1,0 +1,429 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/offline/journal"
+)
+
+// Config of a ledger.
+type Config struct {
+	StoreID        string
+	NodeID         int
+	Location       *time.Location
+	RedisTimeout   time.Duration // deadline of one Redis call on the request path
+	MinReplicasAck int           // WAIT for this many replicas after money writes
+	WaitTimeout    time.Duration
+	IdemTTL        time.Duration // how long Redis keeps an idempotency record; ≥ 24h
+}
+
+// Ledger records sales and refunds.
+type Ledger struct {
+	cfg     Config
+	rdb     redis.UniversalClient
+	j       *journal.Journal
+	log     *slog.Logger
+	k       keys
+	script  *redis.Script
+	owner   string // this daemon instance: tells its own in-flight records from a crashed one's
+	now     func() time.Time
+	metrics *metrics
+
+	seqFloor    atomic.Int64 // highest Redis sequence number journaled
+	degradedSeq atomic.Int64 // last degraded-mode sequence of this node
+	redisDown   atomic.Bool
+	inflightMu  sync.Mutex
+	inflight    map[string]bool
+	refundLocks sync.Map // original flow no → *sync.Mutex
+}
+
+type metrics struct {
+	sales          *prometheus.CounterVec
+	waitShortfall  prometheus.Counter
+	negativeStock  prometheus.Counter
+	scriptSeconds  prometheus.Histogram
+	journalSeconds prometheus.Histogram
+	degraded       prometheus.Gauge
+	recovered      prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		sales: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "posedge_sales_total",
+			Help: "Sales and refunds journaled, by kind and mode."}, []string{"kind", "mode"}),
+		waitShortfall: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_redis_wait_shortfall_total",
+			Help: "Money writes answered before min_replicas_ack replicas confirmed them (WAIT timed out)."}),
+		negativeStock: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_negative_stock_lines_total",
+			Help: "Lines of batch-uploaded or degraded sales that took stock below zero."}),
+		scriptSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "posedge_lua_script_seconds",
+			Help: "Latency of the sale/refund Lua script including WAIT.", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		journalSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "posedge_journal_commit_seconds",
+			Help: "Latency of a journal append (group commit, fsync).", Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{Name: "posedge_degraded",
+			Help: "1 while Redis is unreachable or refuses writes and sales are journaled only."}),
+		recovered: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_recovered_sales_total",
+			Help: "Sales found applied in Redis but missing from the journal (a crash between the two), journaled late."}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered)
+	}
+	return m
+}
+
+// New opens a ledger on Redis and the journal. It reads the journal's
+// highest sequence numbers so flow numbers never repeat.
+func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.Journal, log *slog.Logger, reg prometheus.Registerer) (*Ledger, error) {
+	if cfg.Location == nil {
+		cfg.Location = time.UTC
+	}
+	if cfg.RedisTimeout == 0 {
+		cfg.RedisTimeout = 300 * time.Millisecond
+	}
+	if cfg.WaitTimeout <= 0 {
+		cfg.WaitTimeout = 100 * time.Millisecond // WAIT 0 would block for ever
+	}
+	if cfg.IdemTTL < 24*time.Hour {
+		cfg.IdemTTL = 48 * time.Hour
+	}
+	script, err := lua.Script("txn.lua")
+	if err != nil {
+		return nil, err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	l := &Ledger{cfg: cfg, rdb: rdb, j: j, log: log, k: newKeys(cfg.StoreID), script: script,
+		owner: hex.EncodeToString(b[:]), now: time.Now, metrics: newMetrics(reg), inflight: map[string]bool{}}
+	floor, err := j.MaxSeq(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	l.seqFloor.Store(floor)
+	maxDeg, err := j.MaxFlowWithPrefix(ctx, l.degradedPrefix())
+	if err != nil {
+		return nil, fmt.Errorf("ledger: %w", err)
+	}
+	if maxDeg != "" {
+		n, _ := strconv.ParseInt(strings.TrimPrefix(maxDeg, l.degradedPrefix()), 10, 64)
+		l.degradedSeq.Store(n)
+	}
+	return l, nil
+}
+
+// Flow numbers are 16 digits: "1" + 15-digit Redis sequence in normal
+// mode, "2" + node id + 14-digit per-node sequence in degraded mode, so
+// the two can never collide, nor two daemons' degraded numbers.
+func (l *Ledger) degradedPrefix() string { return "2" + strconv.Itoa(l.cfg.NodeID) }
+
+func (l *Ledger) nextDegradedFlow() string {
+	return fmt.Sprintf("%s%014d", l.degradedPrefix(), l.degradedSeq.Add(1))
+}
+
+func seqOfFlow(flow string) int64 {
+	if len(flow) == 16 && flow[0] == '1' {
+		n, _ := strconv.ParseInt(flow[1:], 10, 64)
+		return n
+	}
+	return 0
+}
+
+// Degraded reports whether sales are currently journaled without Redis.
+func (l *Ledger) Degraded() bool { return l.redisDown.Load() }
+
+// SetRedisDown switches degraded mode on or off (the health prober and
+// failed calls decide).
+func (l *Ledger) SetRedisDown(down bool) {
+	if l.redisDown.Swap(down) != down {
+		if down {
+			l.log.Warn("redis unavailable: degraded mode, sales are journaled only")
+			l.metrics.degraded.Set(1)
+		} else {
+			l.log.Info("redis back: leaving degraded mode")
+			l.metrics.degraded.Set(0)
+		}
+	}
+}
+
+// Result is a recorded sale or refund as the terminal gets it.
+type Result struct {
+	Body     []byte // the JSON body, identical on every replay
+	FlowNo   string
+	Replayed bool
+}
+
+// claim marks (terminal, key) in flight in this process.
+func (l *Ledger) claim(term, key string) bool {
+	l.inflightMu.Lock()
+	defer l.inflightMu.Unlock()
+	id := term + "\x00" + key
+	if l.inflight[id] {
+		return false
+	}
+	l.inflight[id] = true
+	return true
+}
+
+func (l *Ledger) release(term, key string) {
+	l.inflightMu.Lock()
+	delete(l.inflight, term+"\x00"+key)
+	l.inflightMu.Unlock()
+}
+
+// fromJournal answers a key the journal already holds.
+func (l *Ledger) fromJournal(ctx context.Context, term, key, fp string) (*Result, error) {
+	t, err := l.j.ByKey(ctx, term, key)
+	if err != nil {
+		return nil, errJournal(err)
+	}
+	if t == nil {
+		return nil, nil
+	}
+	if t.Fingerprint != fp {
+		return nil, errKeyReused()
+	}
+	return &Result{Body: t.Body, FlowNo: t.FlowNo, Replayed: true}, nil
+}
+
+// IsRedisUnavailable tells errors that mean "Redis cannot take writes now":
+// network failures, timeouts, and the refusals of a Redis that answers but
+// will not write (OOM, READONLY, NOREPLICAS, MISCONF, LOADING, MASTERDOWN).
+func IsRedisUnavailable(err error) bool {
+	if err == nil || errors.Is(err, redis.Nil) {
+		return false
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed) {
+		return true
+	}
+	msg := err.Error()
+	for _, p := range []string{"OOM", "READONLY", "NOREPLICAS", "MISCONF", "LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return false // any other Redis reply error is a bug, not an outage
+	}
+	return true // network errors: refused, reset, i/o timeout, EOF
+}
+
+// txnArgs is one run of txn.lua.
+type txnArgs struct {
+	mode, term, key, fp, tender, day, hour string
+	total                                  int64
+	bodyRest                               string
+	tokenForm                              bool
+	flow                                   string // apply modes
+	refundOf                               string
+	lines                                  []scriptLine
+}
+
+type scriptLine struct {
+	barcode               string
+	qty, sold, refundedJr int64
+}
+
+// run executes txn.lua and WAITs for replicas on the same connection in one
+// round trip. A NOSCRIPT (e.g. a just-promoted replica) is retried with EVAL.
+func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
+	ks := []string{l.k.idem(a.term, a.key), l.k.seq(), l.k.daily(a.day), l.k.hourly(a.day), l.k.token(a.key), l.k.refunded(a.refundOf)}
+	argv := []any{a.mode, a.term, a.fp, a.tender, a.total, a.hour, l.owner, l.now().UnixMilli(),
+		l.seqFloor.Load(), int64(l.cfg.IdemTTL / time.Second), a.bodyRest, boolArg(a.tokenForm), a.flow, len(a.lines)}
+	for _, ln := range a.lines {
+		ks = append(ks, l.k.item(ln.barcode))
+		argv = append(argv, ln.barcode, ln.qty, ln.sold, ln.refundedJr)
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout+l.cfg.WaitTimeout)
+	defer cancel()
+	start := time.Now()
+	defer func() { l.metrics.scriptSeconds.Observe(time.Since(start).Seconds()) }()
+	exec := func(useSHA bool) ([]any, int64, error) {
+		pipe := l.rdb.Pipeline()
+		var ev *redis.Cmd
+		if useSHA {
+			ev = l.script.EvalSha(ctx, pipe, ks, argv...)
+		} else {
+			ev = l.script.Eval(ctx, pipe, ks, argv...)
+		}
+		var wait *redis.Cmd
+		if l.cfg.MinReplicasAck > 0 {
+			wait = pipe.Do(ctx, "WAIT", l.cfg.MinReplicasAck, l.cfg.WaitTimeout.Milliseconds())
+		}
+		_, _ = pipe.Exec(ctx)
+		res, err := ev.Slice()
+		if err != nil {
+			return nil, 0, err
+		}
+		acked := int64(-1)
+		if wait != nil {
+			acked, _ = wait.Int64()
+		}
+		return res, acked, nil
+	}
+	res, acked, err := exec(true)
+	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+		res, acked, err = exec(false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if res[0] == "ok" && l.cfg.MinReplicasAck > 0 && acked < int64(l.cfg.MinReplicasAck) {
+		l.metrics.waitShortfall.Inc()
+	}
+	return res, nil
+}
+
+func boolArg(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// IsTokenForm reports whether a key has the shape of a payment token.
+func IsTokenForm(key string) bool {
+	return len(key) == 35 && strings.HasPrefix(key, "pt_") && isHex(key[3:])
+}
+
+func isHex(s string) bool {
+	_, err := hex.DecodeString(s)
+	return err == nil
+}
+
+// body is the JSON answered for a sale or refund. flow_no comes first so
+// the Lua script can put the number it issues in front of the rest.
+type body struct {
+	FlowNo         string `json:"flow_no"`
+	StoreID        string `json:"store_id"`
+	TerminalID     string `json:"terminal_id"`
+	Kind           string `json:"kind"`
+	TotalCents     int64  `json:"total_cents"`
+	Tender         string `json:"tender"`
+	Lines          []Line `json:"lines"`
+	ReceiptNo      string `json:"receipt_no,omitempty"`
+	CashierID      string `json:"cashier_id,omitempty"`
+	OriginalFlowNo string `json:"original_flow_no,omitempty"`
+	CreatedAt      string `json:"created_at"`
+	OccurredAt     string `json:"occurred_at"`
+}
+
+// rest renders b without its flow number: what follows `{"flow_no":"N",`.
+func (b body) rest() string {
+	b.FlowNo = ""
+	j, _ := json.Marshal(b)
+	return strings.TrimPrefix(string(j), `{"flow_no":"",`)
+}
+
+func (b body) withFlow(flow string) []byte {
+	return []byte(`{"flow_no":"` + flow + `",` + b.rest())
+}
+
+// outcome turns a txn.lua answer into a result or a refusal.
+func (l *Ledger) outcome(ctx context.Context, res []any, t journal.Txn) (*Result, error) {
+	tag, _ := res[0].(string)
+	switch tag {
+	case "ok":
+		return nil, nil
+	case "exists":
+		return l.existing(ctx, res, t)
+	case "token_invalid":
+		return nil, errf(http.StatusBadRequest, "token_invalid", "the payment token expired unused or was issued to another terminal")
+	case "unknown_item":
+		return nil, errf(http.StatusUnprocessableEntity, "unknown_item", "barcode %v is not in the item master", res[1])
+	case "insufficient_stock":
+		return nil, errf(http.StatusConflict, "insufficient_stock", "not enough stock of %v (%v left)", res[1], res[2])
+	case "refund_exceeds_sale":
+		return nil, errf(http.StatusConflict, "refund_exceeds_sale", "refund of %v exceeds what is left of the sale (%v)", res[1], res[2])
+	}
+	return nil, fmt.Errorf("txn.lua answered %v", res)
+}
+
+// existing handles a key Redis already holds a record for but the journal
+// did not (checked before): in flight here, in flight on another daemon,
+// or left behind by a crash between the script and the journal commit.
+func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Result, error) {
+	state, _ := res[1].(string)
+	same, _ := res[2].(int64)
+	flow, _ := res[3].(string)
+	owner, _ := res[4].(string)
+	atStr, _ := res[5].(string)
+	stored, _ := res[6].(string)
+	if same != 1 {
+		return nil, errKeyReused()
+	}
+	at, _ := strconv.ParseInt(atStr, 10, 64)
+	if state == "PROCESSING" && owner != l.owner && l.now().Sub(time.UnixMilli(at)) < 5*time.Second {
+		return nil, errInProgress()
+	}
+	// Effects and result are in Redis; the journal lacks them: journal the
+	// stored result as it is, never apply it again.
+	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), []byte(stored), journal.ModeRecovered, true
+	var b body
+	if err := json.Unmarshal(t.Body, &b); err == nil {
+		if ct, err := time.Parse(time.RFC3339Nano, b.CreatedAt); err == nil {
+			t.CreatedAt = ct
+			t.BusinessDay, t.BusinessHour = l.dayHour(ct)
+		}
+	}
+	if err := l.journalAppend(ctx, t); err != nil {
+		if errors.Is(err, journal.ErrDuplicateKey) {
+			return l.fromJournal(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
+		}
+		return nil, errJournal(err)
+	}
+	l.metrics.recovered.Inc()
+	l.complete(ctx, t.TerminalID, t.IdemKey)
+	return &Result{Body: t.Body, FlowNo: flow, Replayed: true}, nil
+}
+
+func (l *Ledger) journalAppend(ctx context.Context, t journal.Txn) error {
+	start := time.Now()
+	err := l.j.Append(context.WithoutCancel(ctx), t)
+	l.metrics.journalSeconds.Observe(time.Since(start).Seconds())
+	if err == nil {
+		for {
+			cur := l.seqFloor.Load()
+			if t.Seq <= cur || l.seqFloor.CompareAndSwap(cur, t.Seq) {
+				break
+			}
+		}
+		l.metrics.sales.WithLabelValues(t.Kind, t.Mode).Inc()
+	}
+	return err
+}
+
+// complete marks a journaled record COMPLETED in Redis (and its token).
+// Best effort: a record left PROCESSING is recovered from the journal.
+func (l *Ledger) complete(ctx context.Context, term, key string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.RedisTimeout)
+	defer cancel()
+	pipe := l.rdb.Pipeline()
+	pipe.HSet(ctx, l.k.idem(term, key), "state", "COMPLETED")
+	if IsTokenForm(key) {
+		pipe.Eval(ctx, `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'state', 'COMPLETED') end return 1`,
+			[]string{l.k.token(key)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		l.log.Debug("mark idempotency record completed", "terminal", term, "err", err)
+	}
+}
+
+func (l *Ledger) dayHour(t time.Time) (string, string) {
+	lt := t.In(l.cfg.Location)
+	return lt.Format("20060102"), lt.Format("15")
+}

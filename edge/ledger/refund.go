@@ -1,0 +1,91 @@
+package ledger
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/posedge/posedge/offline/journal"
+)
+
+// Refund records a refund against an earlier sale of the store (any
+// terminal's), at the original prices and tender, never more than what is
+// left of each line.
+func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) (*Result, error) {
+	fp := Fingerprint(r)
+	if !l.claim(term, key) {
+		return nil, errInProgress()
+	}
+	defer l.release(term, key)
+	if res, err := l.fromJournal(ctx, term, key, fp); res != nil || err != nil {
+		return res, err
+	}
+	orig, err := l.j.ByFlow(ctx, r.OriginalFlowNo)
+	if err != nil {
+		return nil, errJournal(err)
+	}
+	if orig == nil || orig.Kind != "sale" {
+		return nil, errf(http.StatusNotFound, "sale_not_found", "no sale %s in this store's journal", r.OriginalFlowNo)
+	}
+	// One refund of a given sale at a time in this daemon; Redis checks
+	// across daemons inside the script.
+	mu, _ := l.refundLocks.LoadOrStore(orig.FlowNo, &sync.Mutex{})
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+
+	sold, price := map[string]int64{}, map[string]int64{}
+	for _, ln := range orig.Lines {
+		sold[ln.Barcode] += ln.Qty
+		price[ln.Barcode] = ln.PriceCents // same barcode on two lines: the last price (documented)
+	}
+	refunded, err := l.j.RefundedQty(ctx, orig.FlowNo)
+	if err != nil {
+		return nil, errJournal(err)
+	}
+	want := map[string]int64{}
+	var lines []Line
+	var total int64
+	for _, ln := range r.Lines {
+		if _, ok := sold[ln.Barcode]; !ok {
+			return nil, errf(http.StatusConflict, "refund_exceeds_sale", "barcode %s is not in sale %s", ln.Barcode, orig.FlowNo)
+		}
+		want[ln.Barcode] += ln.Qty
+		if refunded[ln.Barcode]+want[ln.Barcode] > sold[ln.Barcode] {
+			return nil, errf(http.StatusConflict, "refund_exceeds_sale", "refund of %s exceeds what is left of the sale (%d)",
+				ln.Barcode, sold[ln.Barcode]-refunded[ln.Barcode])
+		}
+		lines = append(lines, Line{Barcode: ln.Barcode, Qty: ln.Qty, PriceCents: price[ln.Barcode]})
+		total += ln.Qty * price[ln.Barcode]
+	}
+	if total != r.TotalCents {
+		return nil, errf(http.StatusBadRequest, "total_mismatch", "total_cents %d is not the refund's value at the original prices, %d", r.TotalCents, total)
+	}
+	now := l.now().UTC()
+	day, hour := l.dayHour(now)
+	b := body{StoreID: l.cfg.StoreID, TerminalID: term, Kind: "refund", TotalCents: total, Tender: orig.Tender,
+		Lines: lines, OriginalFlowNo: orig.FlowNo, CreatedAt: now.Format(time.RFC3339Nano), OccurredAt: now.Format(time.RFC3339Nano)}
+	t := journal.Txn{TerminalID: term, IdemKey: key, Fingerprint: fp, Kind: "refund", OriginalFlowNo: orig.FlowNo,
+		Tender: orig.Tender, TotalCents: total, BusinessDay: day, BusinessHour: hour, CreatedAt: now, Lines: jlines(lines)}
+	if l.Degraded() {
+		return l.recordDegraded(ctx, t, b)
+	}
+	a := txnArgs{mode: "refund", term: term, key: key, fp: fp, tender: orig.Tender, day: day, hour: hour,
+		total: total, bodyRest: b.rest(), tokenForm: IsTokenForm(key), refundOf: orig.FlowNo}
+	for _, ln := range lines {
+		a.lines = append(a.lines, scriptLine{barcode: ln.Barcode, qty: ln.Qty, sold: sold[ln.Barcode], refundedJr: refunded[ln.Barcode]})
+	}
+	return l.apply(ctx, a, t, b)
+}
+
+// Get returns a journaled sale or refund by flow number.
+func (l *Ledger) Get(ctx context.Context, flow string) ([]byte, error) {
+	t, err := l.j.ByFlow(ctx, flow)
+	if err != nil {
+		return nil, errJournal(err)
+	}
+	if t == nil {
+		return nil, errf(http.StatusNotFound, "sale_not_found", "no sale or refund %s in this store's journal", flow)
+	}
+	return t.Body, nil
+}

@@ -1,0 +1,139 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/posedge/posedge/offline/journal"
+)
+
+// Sale records a sale under the terminal's idempotency key. It answers
+// only after the sale is in the journal. In degraded mode the sale is
+// journaled only, with a flow number of this node's own range.
+func (l *Ledger) Sale(ctx context.Context, term, key string, s SaleRequest) (*Result, error) {
+	return l.record(ctx, term, key, s, "sale")
+}
+
+func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mode string) (*Result, error) {
+	fp := Fingerprint(s)
+	if !l.claim(term, key) {
+		return nil, errInProgress()
+	}
+	defer l.release(term, key)
+	if r, err := l.fromJournal(ctx, term, key, fp); r != nil || err != nil {
+		return r, err
+	}
+	now := l.now().UTC()
+	at := now
+	if s.OccurredAt != "" {
+		if t, err := time.Parse(time.RFC3339Nano, s.OccurredAt); err == nil {
+			at = t
+		}
+	}
+	day, hour := l.dayHour(at)
+	b := body{StoreID: l.cfg.StoreID, TerminalID: term, Kind: "sale", TotalCents: s.TotalCents, Tender: s.Tender,
+		Lines: s.Lines, ReceiptNo: s.ReceiptNo, CashierID: s.CashierID,
+		CreatedAt: now.Format(time.RFC3339Nano), OccurredAt: at.UTC().Format(time.RFC3339Nano)}
+	t := journal.Txn{TerminalID: term, IdemKey: key, Fingerprint: fp, Kind: "sale", Tender: s.Tender,
+		TotalCents: s.TotalCents, BusinessDay: day, BusinessHour: hour, CreatedAt: now, Lines: jlines(s.Lines)}
+	if l.Degraded() {
+		return l.recordDegraded(ctx, t, b)
+	}
+	a := txnArgs{mode: mode, term: term, key: key, fp: fp, tender: s.Tender, day: day, hour: hour,
+		total: s.TotalCents, bodyRest: b.rest(), tokenForm: IsTokenForm(key)}
+	for _, ln := range s.Lines {
+		a.lines = append(a.lines, scriptLine{barcode: ln.Barcode, qty: ln.Qty})
+	}
+	return l.apply(ctx, a, t, b)
+}
+
+// apply runs the script, then journals; on a Redis outage it falls back
+// to degraded mode.
+func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*Result, error) {
+	res, err := l.run(ctx, a)
+	if err != nil {
+		if IsRedisUnavailable(err) {
+			l.log.Warn("redis refused a money write; journaling in degraded mode", "terminal", t.TerminalID, "err", err)
+			l.SetRedisDown(true)
+			return l.recordDegraded(ctx, t, b)
+		}
+		return nil, err
+	}
+	if r, err := l.outcome(ctx, res, t); r != nil || err != nil {
+		return r, err
+	}
+	flow := res[1].(string)
+	if n, _ := res[2].(int64); n > 0 {
+		l.metrics.negativeStock.Add(float64(n))
+	}
+	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), b.withFlow(flow), journal.ModeNormal, true
+	if err := l.journalAppend(ctx, t); err != nil {
+		// Redis holds the effects and the result under PROCESSING: the
+		// retry with the same key journals that result (see existing).
+		l.log.Error("journal append failed after redis applied the sale", "flow_no", flow, "err", err)
+		return nil, errJournal(err)
+	}
+	l.complete(ctx, t.TerminalID, t.IdemKey)
+	return &Result{Body: t.Body, FlowNo: flow}, nil
+}
+
+func (l *Ledger) recordDegraded(ctx context.Context, t journal.Txn, b body) (*Result, error) {
+	for {
+		flow := l.nextDegradedFlow()
+		t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, 0, b.withFlow(flow), journal.ModeDegraded, false
+		err := l.journalAppend(ctx, t)
+		switch {
+		case err == nil:
+			return &Result{Body: t.Body, FlowNo: flow}, nil
+		case errors.Is(err, journal.ErrDuplicateFlow):
+			continue // another path took the number; take the next
+		case errors.Is(err, journal.ErrDuplicateKey):
+			return l.fromJournal(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
+		default:
+			return nil, errJournal(err)
+		}
+	}
+}
+
+func jlines(ls []Line) []journal.Line {
+	out := make([]journal.Line, len(ls))
+	for i, l := range ls {
+		out[i] = journal.Line{Barcode: l.Barcode, Qty: l.Qty, PriceCents: l.PriceCents}
+	}
+	return out
+}
+
+// Batch records past sales a terminal made while it could not reach the
+// daemon. Each is accepted whatever the stock or item master; each result
+// is the one that sale alone would get.
+func (l *Ledger) Batch(ctx context.Context, term string, sales []BatchSale) []BatchResult {
+	out := make([]BatchResult, len(sales))
+	for i, s := range sales {
+		if s.Err != nil {
+			out[i] = BatchResult{Err: s.Err}
+			continue
+		}
+		r, err := l.record(ctx, term, s.Key, s.Sale, "batch")
+		out[i] = BatchResult{Result: r, Err: asError(err)}
+	}
+	return out
+}
+
+// BatchResult is one sale's outcome in a batch.
+type BatchResult struct {
+	Result *Result
+	Err    *Error
+}
+
+func asError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return errf(http.StatusInternalServerError, "internal", "%v", err)
+}

@@ -1,0 +1,272 @@
+package ratelimit
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/posedge/posedge/lua"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrInvalidTerminalID is returned, before anything reaches Redis, for a
+// terminal id outside [A-Za-z0-9_-]{1,32}.
+var ErrInvalidTerminalID = errors.New("invalid terminal id: must match [A-Za-z0-9_-]{1,32}")
+
+// ErrUnknownAction is returned, before anything reaches Redis, for an
+// action other than "", scan, pay, refund and sync.
+var ErrUnknownAction = errors.New("unknown rate-limit action (known: scan, pay, refund, sync)")
+
+// Redis keys of a store; the hash tag {<store_id>} keeps them in one
+// Redis Cluster slot, so the script may touch them together.
+//
+//	pe:{S}:rl:s                  store level (all terminals)
+//	pe:{S}:rl:t:<terminal>       terminal level
+//	pe:{S}:rl:a:<terminal>:<act> action level, per terminal
+//	pe:{S}:rl:sync               store-wide replay sync budget (all daemons)
+//	pe:{S}:promo                 promotion hash
+//
+// Each hit log is a sorted set of at most its scaled limit members (more
+// only within one window after a promotion that raised it ends), with a
+// TTL of its window, so an idle terminal costs nothing after one window.
+func keyPrefix(storeID string) string { return "pe:{" + storeID + "}:" }
+
+// Metric level labels; the action label is the request's action or "none".
+const (
+	levelStore     = "store"
+	levelTerminal  = "terminal"
+	levelAction    = "action"
+	levelStoreSync = "store_sync"
+	noAction       = "none"
+)
+
+// probeEvery is how often, while on the local limiter, one background
+// PING asks whether Redis answers again.
+const probeEvery = time.Second
+
+// level is one sliding window of a decision.
+type level struct {
+	name     string // policy name in the headers: store, terminal or the action
+	metric   string // level label of the metrics
+	key      string // Redis key, also the key of the local limiter
+	pol      Policy
+	scale    string // "" or the action name a promotion's actions list may name
+	fallback int    // limit of the local limiter
+}
+
+// Limiter decides requests of one store. It is safe for concurrent use.
+type Limiter struct {
+	rdb      redis.UniversalClient
+	cfg      Config
+	log      *slog.Logger
+	script   *redis.Script
+	prefix   string
+	promoKey string
+	store    level
+	sync     level
+	nonce    string
+	seq      atomic.Uint64
+	hold     time.Duration // longest window: how long to stay local after Redis returns
+	m        *metrics
+	local    *localLimiter
+	fb       fallbackState
+}
+
+// Decision is the outcome of one request, for the tightest level.
+type Decision struct {
+	Allowed   bool
+	Policy    string // name of the tightest level for the headers: "store", "terminal", or the action name
+	Limit     int    // scaled limit of that level
+	Window    time.Duration
+	Remaining int
+	Reset     time.Duration // time until a slot frees in that level
+	Fallback  bool          // decided by the local fallback limiter
+}
+
+// New returns a limiter for cfg (defaults applied, then validated) on rdb.
+// Metrics are registered on reg unless it is nil; log may be nil.
+func New(rdb redis.UniversalClient, cfg Config, log *slog.Logger, reg prometheus.Registerer) (*Limiter, error) {
+	if rdb == nil {
+		return nil, errors.New("rate limiter: nil Redis client")
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("rate limiter config: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var nb [6]byte
+	if _, err := rand.Read(nb[:]); err != nil {
+		return nil, fmt.Errorf("rate limiter nonce: %w", err)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("rate limiter metrics: %w", err)
+	}
+	l := &Limiter{
+		rdb:    rdb,
+		cfg:    cfg,
+		log:    log.With("component", "ratelimit", "store_id", cfg.StoreID),
+		script: lua.MustScript("ratelimit.lua"),
+		prefix: keyPrefix(cfg.StoreID),
+		nonce:  hex.EncodeToString(nb[:]) + ".",
+		m:      m,
+	}
+	l.promoKey = l.prefix + "promo"
+	l.store = l.newLevel(levelStore, "store", l.prefix+"rl:s", cfg.Store, "")
+	l.sync = l.newLevel(levelStoreSync, ActionSync, l.prefix+"rl:sync", cfg.Actions[ActionSync], ActionSync)
+	l.hold = max(cfg.Store.Window, cfg.Terminal.Window)
+	for _, p := range cfg.Actions {
+		l.hold = max(l.hold, p.Window)
+	}
+	l.local = newLocalLimiter(l.hold)
+	return l, nil
+}
+
+func (l *Limiter) newLevel(metric, name, key string, p Policy, scale string) level {
+	return level{name: name, metric: metric, key: key, pol: p, scale: scale,
+		fallback: fraction(p.Limit, l.cfg.FallbackFraction)}
+}
+
+// Allow decides and charges one request of terminalID. action is one of
+// scan, pay, refund, sync, or "" for endpoints limited at the store and
+// terminal levels only. Every level is decided in one script call on Redis
+// time; the request is charged at every level only when all allow it.
+// When Redis does not answer within Config.RedisTimeout the local limiter
+// decides (Decision.Fallback). The error is non-nil only for an invalid
+// terminal id or action (nothing reaches Redis) or when ctx ends.
+func (l *Limiter) Allow(ctx context.Context, terminalID, action string) (Decision, error) {
+	if !validID(terminalID) {
+		return Decision{}, fmt.Errorf("rate limit %q: %w", terminalID, ErrInvalidTerminalID)
+	}
+	if action != "" && !knownAction(action) {
+		return Decision{}, fmt.Errorf("rate limit action %q: %w", action, ErrUnknownAction)
+	}
+	var buf [3]level
+	lv := append(buf[:0], l.store)
+	lv = append(lv, l.newLevel(levelTerminal, "terminal", l.prefix+"rl:t:"+terminalID, l.cfg.Terminal, ""))
+	label := noAction
+	if action != "" {
+		lv = append(lv, l.newLevel(levelAction, action, l.prefix+"rl:a:"+terminalID+":"+action, l.cfg.Actions[action], action))
+		label = action
+	}
+	return l.decide(ctx, lv, label)
+}
+
+// AllowStoreSync decides and charges one hit of the store-wide replay
+// `sync` key (policy limits.actions.sync), shared by every daemon of the
+// store and separate from the terminals' sync keys and from the store and
+// terminal levels.
+func (l *Limiter) AllowStoreSync(ctx context.Context) (Decision, error) {
+	return l.decide(ctx, []level{l.sync}, ActionSync)
+}
+
+// WaitStoreSync blocks until AllowStoreSync allows (and so charges) one
+// hit, or ctx ends.
+func (l *Limiter) WaitStoreSync(ctx context.Context) error {
+	for {
+		d, err := l.AllowStoreSync(ctx)
+		if err != nil {
+			return err
+		}
+		if d.Allowed {
+			return nil
+		}
+		t := time.NewTimer(max(d.Reset, 10*time.Millisecond))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("wait for the store sync budget: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// FallbackActive reports whether the local limiter decides, because Redis
+// did not answer or answered again less than one window ago.
+func (l *Limiter) FallbackActive() bool { return l.fb.active.Load() }
+
+func (l *Limiter) decide(ctx context.Context, lv []level, action string) (Decision, error) {
+	start := time.Now()
+	var (
+		d   Decision
+		idx int
+		err error
+	)
+	if l.useLocal() {
+		d, idx = l.local.decide(l.cfg.Now(), lv)
+	} else {
+		d, idx, err = l.remote(ctx, lv)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return Decision{}, fmt.Errorf("rate limit: %w", cerr)
+			}
+			l.enterFallback(err)
+			d, idx = l.local.decide(l.cfg.Now(), lv)
+		}
+	}
+	l.m.observe(d, lv[idx].metric, action, time.Since(start))
+	return d, nil
+}
+
+// member is unique across daemons (random nonce) and requests (sequence).
+func (l *Limiter) member() string {
+	return l.nonce + strconv.FormatUint(l.seq.Add(1), 36)
+}
+
+func (l *Limiter) remote(ctx context.Context, lv []level) (Decision, int, error) {
+	keys := make([]string, 0, len(lv)+1)
+	args := make([]any, 0, 1+3*len(lv))
+	keys = append(keys, l.promoKey)
+	args = append(args, l.member())
+	for _, v := range lv {
+		keys = append(keys, v.key)
+		args = append(args, v.pol.Limit, v.pol.Window.Milliseconds(), v.scale)
+	}
+	var res []int64
+	err := l.withDeadline(ctx, func(ctx context.Context) error {
+		var err error
+		res, err = l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
+		return err
+	})
+	if err != nil {
+		return Decision{}, 0, fmt.Errorf("ratelimit.lua: %w", err)
+	}
+	if len(res) != 5 || res[1] < 1 || int(res[1]) > len(lv) {
+		return Decision{}, 0, fmt.Errorf("ratelimit.lua: unexpected reply %v", res)
+	}
+	i := int(res[1]) - 1
+	return Decision{
+		Allowed:   res[0] == 1,
+		Policy:    lv[i].name,
+		Limit:     int(res[2]),
+		Window:    lv[i].pol.Window,
+		Remaining: int(res[3]),
+		Reset:     time.Duration(res[4]) * time.Millisecond,
+	}, i, nil
+}
+
+// withDeadline runs fn with Config.RedisTimeout as deadline and returns
+// when it passes even if the client does not honour context deadlines
+// (go-redis ignores them unless ContextTimeoutEnabled): the call then ends
+// in the background at the client's own read timeout.
+func (l *Limiter) withDeadline(ctx context.Context, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- fn(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,317 @@
+package status
+
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
+// Levels of a check and of the whole report, in rising order of concern
+// (unknown is reported apart: it means "could not tell").
+const (
+	OK      = "ok"
+	Warn    = "warn"
+	Crit    = "crit"
+	Unknown = "unknown"
+)
+
+// ExitCode is the Nagios plugin exit code of a level.
+func ExitCode(level string) int {
+	switch level {
+	case OK:
+		return 0
+	case Warn:
+		return 1
+	case Crit:
+		return 2
+	}
+	return 3
+}
+
+func rank(level string) int {
+	switch level {
+	case OK:
+		return 0
+	case Warn:
+		return 1
+	case Unknown:
+		return 2
+	case Crit:
+		return 3
+	}
+	return 2
+}
+
+// Facts are what the daemon (or, when it is down, the status command)
+// observed; Evaluate judges them.
+type Facts struct {
+	Now            time.Time
+	DaemonUp       bool
+	DaemonError    string
+	Version        string
+	StoreID        string
+	UptimeSeconds  int64
+	Degraded       bool
+	Redis          RedisFacts
+	HQ             HQFacts
+	Journal        JournalFacts
+	FallbackActive bool
+	LimiterDenied  int64 // requests denied since start
+	Terminals      map[string]time.Time
+	Reconciliation int64 // differences found by the last reconciliation
+}
+
+// RedisFacts describe the Sentinel topology.
+type RedisFacts struct {
+	OK           bool
+	Master       string
+	Replicas     int // online replicas of the master
+	WantReplicas int
+	Error        string
+	UsedMemory   int64
+	MaxMemory    int64
+	Sentinels    int // sentinels that answered
+	SentinelsAll int
+	ClockSkew    time.Duration
+}
+
+// HQFacts describe the link to headquarters.
+type HQFacts struct {
+	Connected      bool
+	LastSyncAt     *time.Time
+	Backlog        int64
+	BacklogBytes   int64
+	OldestUnsynced *time.Time
+	LastError      string
+	RatePerSec     float64
+}
+
+// JournalFacts describe the journal file and its disk.
+type JournalFacts struct {
+	Path        string
+	SizeBytes   int64
+	DiskFree    int64
+	Rows        int64
+	Quarantined int64
+	Unapplied   int64
+	MaxFlowNo   string
+	Error       string
+}
+
+// Thresholds come from the config.
+type Thresholds struct {
+	WarnFreeBytes  int64
+	CritFreeBytes  int64
+	QuotaBytes     int64
+	BacklogCritAge time.Duration
+}
+
+// Report is the object `posedge status --json` prints (contract §1).
+type Report struct {
+	Status        string            `json:"status"`
+	Version       string            `json:"version"`
+	StoreID       string            `json:"store_id"`
+	UptimeSeconds int64             `json:"uptime_seconds"`
+	Mode          string            `json:"mode"`
+	Redis         RedisReport       `json:"redis"`
+	HQ            HQReport          `json:"hq"`
+	Journal       JournalReport     `json:"journal"`
+	Checks        []Check           `json:"checks"`
+	Terminals     map[string]string `json:"terminals,omitempty"` // id → last seen, RFC3339
+	GeneratedAt   string            `json:"generated_at"`
+}
+
+// RedisReport is the report's redis object.
+type RedisReport struct {
+	OK         bool   `json:"ok"`
+	Master     string `json:"master"`
+	Replicas   int    `json:"replicas"`
+	Error      string `json:"error"`
+	Sentinels  int    `json:"sentinels"`
+	UsedMemory int64  `json:"used_memory_bytes"`
+	MaxMemory  int64  `json:"maxmemory_bytes"`
+}
+
+// HQReport is the report's hq object.
+type HQReport struct {
+	Connected                bool    `json:"connected"`
+	LastSyncAt               *string `json:"last_sync_at"`
+	Backlog                  int64   `json:"backlog"`
+	BacklogBytes             int64   `json:"backlog_bytes"`
+	OldestUnsyncedAgeSeconds int64   `json:"oldest_unsynced_age_seconds"`
+	RatePerSec               float64 `json:"replay_rate_per_second"`
+	LastError                string  `json:"last_error,omitempty"`
+}
+
+// JournalReport is the report's journal object.
+type JournalReport struct {
+	Path          string `json:"path"`
+	SizeBytes     int64  `json:"size_bytes"`
+	DiskFreeBytes int64  `json:"disk_free_bytes"`
+	Rows          int64  `json:"rows"`
+	Quarantined   int64  `json:"quarantined"`
+	Unapplied     int64  `json:"unapplied"`
+}
+
+// Check is one line of the report.
+type Check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"`
+	Detail string `json:"detail"`
+	Hint   string `json:"hint,omitempty"`
+}
+
+// Evaluate judges the facts by the contract's rules. Only those rules turn
+// a store WARN or CRIT; every other check is informational.
+func Evaluate(f Facts, th Thresholds) Report {
+	r := Report{Version: f.Version, StoreID: f.StoreID, UptimeSeconds: f.UptimeSeconds, Mode: "normal",
+		GeneratedAt: f.Now.UTC().Format(time.RFC3339)}
+	if f.Degraded || (f.DaemonUp && !f.Redis.OK) {
+		r.Mode = "degraded"
+	}
+	add := func(name, level, detail, hint string) {
+		r.Checks = append(r.Checks, Check{Name: name, Status: level, Detail: detail, Hint: hint})
+	}
+	if !f.DaemonUp {
+		add("daemon", Crit, "posedge daemon not answering: "+f.DaemonError,
+			"is the posedge service running? (systemctl status posedge / posedge status-service); check its log")
+	} else {
+		add("daemon", OK, fmt.Sprintf("posedge %s up %s", f.Version, time.Duration(f.UptimeSeconds)*time.Second), "")
+	}
+	r.Redis = RedisReport{OK: f.Redis.OK, Master: f.Redis.Master, Replicas: f.Redis.Replicas, Error: f.Redis.Error,
+		Sentinels: f.Redis.Sentinels, UsedMemory: f.Redis.UsedMemory, MaxMemory: f.Redis.MaxMemory}
+	r.HQ = HQReport{Connected: f.HQ.Connected, Backlog: f.HQ.Backlog, BacklogBytes: f.HQ.BacklogBytes,
+		RatePerSec: f.HQ.RatePerSec, LastError: f.HQ.LastError}
+	if f.HQ.LastSyncAt != nil {
+		s := f.HQ.LastSyncAt.UTC().Format(time.RFC3339)
+		r.HQ.LastSyncAt = &s
+	}
+	var oldestAge time.Duration
+	if f.HQ.OldestUnsynced != nil {
+		oldestAge = f.Now.Sub(*f.HQ.OldestUnsynced)
+		if oldestAge < 0 {
+			oldestAge = 0
+		}
+		r.HQ.OldestUnsyncedAgeSeconds = int64(oldestAge / time.Second)
+	}
+	r.Journal = JournalReport{Path: f.Journal.Path, SizeBytes: f.Journal.SizeBytes, DiskFreeBytes: f.Journal.DiskFree,
+		Rows: f.Journal.Rows, Quarantined: f.Journal.Quarantined, Unapplied: f.Journal.Unapplied}
+
+	if f.DaemonUp {
+		switch {
+		case !f.Redis.OK:
+			add("redis", Crit, "Redis master unreachable or refusing writes: "+f.Redis.Error,
+				"sales continue in degraded mode; check the redis-server and redis-sentinel services"+masterHint(f.Redis.Master))
+		default:
+			add("redis", OK, "master "+f.Redis.Master+" answers and takes writes", "")
+		}
+		if f.Redis.OK && f.Redis.Replicas < f.Redis.WantReplicas {
+			add("replicas", Warn, fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas),
+				"a replica is down or resyncing: check the replica redis-server services")
+		} else if f.Redis.OK {
+			add("replicas", OK, fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas), "")
+		}
+		if f.Redis.SentinelsAll > 0 {
+			add("sentinels", OK, fmt.Sprintf("%d of %d sentinels answer", f.Redis.Sentinels, f.Redis.SentinelsAll), "")
+		}
+		if f.Redis.MaxMemory > 0 {
+			pct := float64(f.Redis.UsedMemory) * 100 / float64(f.Redis.MaxMemory)
+			if pct > 85 {
+				add("redis_memory", Warn, fmt.Sprintf("Redis uses %.0f%% of maxmemory", pct),
+					"raise maxmemory or look for growing keys (redis-cli --bigkeys); noeviction refuses writes when full")
+			} else {
+				add("redis_memory", OK, fmt.Sprintf("Redis uses %.0f%% of maxmemory", pct), "")
+			}
+		}
+		if r.Mode == "degraded" {
+			add("mode", Crit, "degraded: sales are journaled only and applied to Redis when it returns",
+				"restore Redis; nothing is lost meanwhile")
+		} else {
+			add("mode", OK, "normal", "")
+		}
+		if f.FallbackActive {
+			add("limiter", OK, "local fallback limiter active (Redis unreachable)", "")
+		} else {
+			add("limiter", OK, fmt.Sprintf("%d requests denied since start", f.LimiterDenied), "")
+		}
+	}
+
+	switch {
+	case !f.HQ.Connected && f.HQ.Backlog > 0 && th.BacklogCritAge > 0 && oldestAge > th.BacklogCritAge:
+		add("hq", Crit, fmt.Sprintf("HQ unreachable; %d transactions waiting, oldest %s", f.HQ.Backlog, oldestAge.Round(time.Second)),
+			"check the WAN link and hq.nats_url; sales are safe in the journal (back it up: posedge journal backup)")
+	case !f.HQ.Connected && f.HQ.Backlog > 0:
+		add("hq", Warn, fmt.Sprintf("HQ unreachable; %d transactions waiting", f.HQ.Backlog),
+			"check the WAN link and hq.nats_url; they are sent when it returns")
+	case !f.HQ.Connected && f.DaemonUp:
+		add("hq", OK, "HQ unreachable, nothing waiting", "")
+	case f.DaemonUp:
+		add("hq", OK, fmt.Sprintf("connected; backlog %d", f.HQ.Backlog), "")
+	}
+
+	switch {
+	case f.Journal.Error != "":
+		add("journal", Crit, "journal unreadable: "+f.Journal.Error, "check journal.path and its disk")
+	case th.CritFreeBytes > 0 && f.Journal.DiskFree < th.CritFreeBytes:
+		add("disk", Crit, fmt.Sprintf("%s free on the journal's disk", bytesHuman(f.Journal.DiskFree)),
+			"free disk space now: sales are refused when the journal cannot grow")
+	case th.WarnFreeBytes > 0 && f.Journal.DiskFree < th.WarnFreeBytes:
+		add("disk", Warn, fmt.Sprintf("%s free on the journal's disk", bytesHuman(f.Journal.DiskFree)), "free disk space soon")
+	default:
+		add("disk", OK, fmt.Sprintf("%s free; journal %s, %d rows", bytesHuman(f.Journal.DiskFree), bytesHuman(f.Journal.SizeBytes), f.Journal.Rows), "")
+	}
+	if th.QuotaBytes > 0 && f.Journal.SizeBytes > th.QuotaBytes {
+		add("journal_quota", Warn, fmt.Sprintf("journal %s is over its quota %s", bytesHuman(f.Journal.SizeBytes), bytesHuman(th.QuotaBytes)),
+			"is HQ acknowledging? acknowledged rows are pruned after journal.retention")
+	}
+	if f.Journal.Quarantined > 0 {
+		add("quarantine", Warn, fmt.Sprintf("%d transactions refused by HQ", f.Journal.Quarantined),
+			"posedge sync quarantine list; fix at HQ, then posedge sync quarantine retry")
+	}
+	if f.Reconciliation > 0 {
+		add("reconciliation", Warn, fmt.Sprintf("%d differences between Redis and the journal corrected", f.Reconciliation),
+			"see the log for what differed; stock drift means a sale bypassed posedge")
+	}
+	if len(f.Terminals) > 0 {
+		ids := make([]string, 0, len(f.Terminals))
+		r.Terminals = map[string]string{}
+		for id, at := range f.Terminals {
+			ids = append(ids, id)
+			r.Terminals[id] = at.UTC().Format(time.RFC3339)
+		}
+		sort.Strings(ids)
+		detail := ""
+		for _, id := range ids {
+			detail += fmt.Sprintf("%s %s ago; ", id, f.Now.Sub(f.Terminals[id]).Round(time.Second))
+		}
+		add("terminals", OK, detail[:len(detail)-2], "")
+	}
+
+	r.Status = OK
+	for _, c := range r.Checks {
+		if rank(c.Status) > rank(r.Status) {
+			r.Status = c.Status
+		}
+	}
+	return r
+}
+
+func masterHint(m string) string {
+	if m == "" {
+		return ""
+	}
+	return " (master " + m + ")"
+}
+
+func bytesHuman(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

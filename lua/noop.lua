@@ -1,2 +1,0 @@
--- placeholder so the embed pattern matches until scripts land
-return 0

@@ -1,0 +1,147 @@
+package hq_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/posedge/posedge/sync/hq"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "hq.yaml")
+	os.WriteFile(path, []byte("nats_url: \"nats://127.0.0.1:4222\"\n"), 0o644)
+	c, err := hq.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := hq.DefaultConfig()
+	want.NATSURL = "nats://127.0.0.1:4222"
+	if c != want {
+		t.Fatalf("config = %+v\nwant %+v", c, want)
+	}
+	if c.Stream != "POS_TXN" || c.SubjectPrefix != "pos.txn" || c.DuplicateWindow != 2*time.Minute ||
+		c.Database != "sqlite:///var/lib/posedge-hq/hq.db" || c.AdminListen != "127.0.0.1:8090" ||
+		c.BatchSize != 256 || c.SilentAfter != 5*time.Minute || c.AckWait != 30*time.Second {
+		t.Fatalf("defaults = %+v", c)
+	}
+}
+
+func TestLoadConfigFull(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"hq.creds", "ca.pem", "cert.pem", "key.pem"} {
+		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
+	}
+	path := filepath.Join(dir, "hq.yaml")
+	os.WriteFile(path, []byte(`
+nats_url: "tls://hq1.example:4222,tls://hq2.example:4222"
+creds_file: "`+dir+`/hq.creds"
+tls: {ca_file: "`+dir+`/ca.pem", cert_file: "`+dir+`/cert.pem", key_file: "`+dir+`/key.pem"}
+stream: "POS_TXN_EU"
+subject_prefix: "eu.pos.txn"
+duplicate_window: "10m"
+database: "postgres://hq:secret@db.example:5432/hq?sslmode=verify-full"
+admin: {listen: "0.0.0.0:9000"}
+batch_size: 500
+silent_after: "15m"
+ack_wait: "45s"
+`), 0o644)
+	c, err := hq.LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.TLS.CertFile != dir+"/cert.pem" || c.Stream != "POS_TXN_EU" || c.SubjectPrefix != "eu.pos.txn" ||
+		c.DuplicateWindow != 10*time.Minute || c.AdminListen != "0.0.0.0:9000" || c.BatchSize != 500 ||
+		c.SilentAfter != 15*time.Minute || c.AckWait != 45*time.Second || !strings.HasPrefix(c.Database, "postgres://") {
+		t.Fatalf("config = %+v", c)
+	}
+}
+
+func TestLoadConfigErrors(t *testing.T) {
+	const base = "nats_url: \"nats://127.0.0.1:4222\"\n"
+	tests := []struct {
+		name string
+		yaml string
+		want []string // each must appear in the error
+	}{
+		{"unknown key", base + "natsurl: x\n", []string{":2:1", `unknown field "natsurl"`}},
+		{"unknown nested key", base + "admin:\n  listen: \"127.0.0.1:1\"\n  token: x\n", []string{":4:3", `unknown field "token"`}},
+		{"bad duration", base + "duplicate_window: \"2 minutes\"\n", []string{"duplicate_window", `"2 minutes"`, "not a duration"}},
+		{"negative duration", base + "silent_after: \"-5m\"\n", []string{"silent_after", "at least"}},
+		{"bad database scheme", base + "database: \"mysql://x/y\"\n", []string{"database", "must start with sqlite://"}},
+		{"sqlite without a file", base + "database: \"sqlite://\"\n", []string{"database", "names no file"}},
+		{"sqlite with a query", base + "database: \"sqlite:///x.db?mode=ro\"\n", []string{"database", "no query"}},
+		{"bad postgres URL", base + "database: \"postgres://hq:pw@db:notaport/hq\"\n", []string{"database", "not a valid PostgreSQL URL"}},
+		{"postgres password not printed", base + "database: \"postgres://hq:hunter2@db:x/hq\"\n", []string{"database", "xxxxx"}},
+		{"missing nats_url", "stream: POS\n", []string{"nats_url", "required"}},
+		{"bad nats_url", "nats_url: \"http://x:1\"\n", []string{"nats_url", "unsupported scheme"}},
+		{"batch size", base + "batch_size: 0\n", []string{"batch_size", "between 1 and"}},
+		{"batch size not a number", base + "batch_size: lots\n", []string{"batch_size", "not a whole number"}},
+		{"stream name", base + "stream: \"POS.TXN\"\n", []string{"stream", "[A-Za-z0-9_-]"}},
+		{"wildcard prefix", base + "subject_prefix: \"pos.*\"\n", []string{"subject_prefix", "no wildcards"}},
+		{"prefix over the have subjects", base + "subject_prefix: \"posedge.hq\"\n", []string{"subject_prefix", "posedge.hq.have"}},
+		{"admin listen", base + "admin: {listen: \"8090\"}\n", []string{"admin.listen", "host:port"}},
+		{"creds missing", base + "creds_file: /nonexistent/hq.creds\n", []string{"creds_file", "cannot read"}},
+		{"cert without key", base + "tls: {cert_file: /etc/hostname}\n", []string{"tls", "both or neither"}},
+		{"wrong type", base + "admin: 3\n", []string{":2:8"}},
+		{"syntax", "nats_url: [\n", []string{":1:"}},
+		{"every problem at once", "duplicate_window: x\nbatch_size: -1\ndatabase: \"x\"\n",
+			[]string{"nats_url", "duplicate_window", "batch_size", "database"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "hq.yaml")
+			os.WriteFile(path, []byte(tc.yaml), 0o644)
+			_, err := hq.LoadConfig(path)
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, path) {
+				t.Errorf("error does not name the file: %s", msg)
+			}
+			if strings.Contains(msg, "hunter2") {
+				t.Errorf("error prints the password: %s", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not mention %q", msg, w)
+				}
+			}
+			var ve *hq.ValidationError
+			if !errors.As(err, &ve) {
+				t.Errorf("error is not a *ValidationError: %T", err)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissing(t *testing.T) {
+	_, err := hq.LoadConfig(filepath.Join(t.TempDir(), "nope.yaml"))
+	if !errors.Is(err, hq.ErrNoConfig) {
+		t.Fatalf("err = %v, want ErrNoConfig", err)
+	}
+}
+
+func TestParseDatabaseURL(t *testing.T) {
+	tests := []struct {
+		in   string
+		kind hq.DatabaseKind
+		path string
+	}{
+		{"sqlite:///var/lib/posedge-hq/hq.db", hq.SQLite, "/var/lib/posedge-hq/hq.db"},
+		{"sqlite:///tmp/x/hq.db", hq.SQLite, "/tmp/x/hq.db"},
+		{"sqlite://data/hq.db", hq.SQLite, "data/hq.db"},
+		{"postgres://hq@db:5432/hq", hq.Postgres, ""},
+		{"postgresql://hq@db/hq?sslmode=disable", hq.Postgres, ""},
+	}
+	for _, tc := range tests {
+		u, err := hq.ParseDatabaseURL(tc.in)
+		if err != nil || u.Kind != tc.kind || u.Path != tc.path {
+			t.Errorf("ParseDatabaseURL(%q) = %+v, %v", tc.in, u, err)
+		}
+	}
+}

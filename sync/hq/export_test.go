@@ -1,0 +1,4 @@
+package hq
+
+// SameJSON exposes sameBody to the tests.
+var SameJSON = sameBody

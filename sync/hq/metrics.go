@@ -1,0 +1,159 @@
+package hq
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// Metrics are posedge-hq's Prometheus metrics, in a registry of their own.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	ingested   *prometheus.CounterVec // by type
+	duplicates *prometheus.CounterVec // by type
+	conflicts  prometheus.Counter
+	rejected   *prometheus.CounterVec // by reason
+	commit     prometheus.Histogram
+	batchErrs  prometheus.Counter
+	haveReqs   *prometheus.CounterVec // by result
+}
+
+// NewMetrics registers the metrics; per-store lag and counts are read
+// from store at each scrape, so every posedge-hq process reports the
+// same figures whichever one stored the rows.
+func NewMetrics(store Store, version string, log *slog.Logger) *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "posedge_hq_ingested_total",
+			Help: "Messages stored for the first time, by type (txn, manifest, heartbeat).",
+		}, []string{"type"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "posedge_hq_duplicates_total",
+			Help: "Messages already stored (redeliveries, replays past the duplicate window), acked and not stored again.",
+		}, []string{"type"}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "posedge_hq_conflicts_total",
+			Help: "Transactions whose (store_id, flow_no) is stored with a different body; kept in the conflicts table.",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "posedge_hq_rejected_total",
+			Help: "Messages that can never be stored (terminated in JetStream), by reason.",
+		}, []string{"reason"}),
+		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "posedge_hq_batch_commit_seconds",
+			Help:    "Time to store one batch in one database transaction.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14),
+		}),
+		batchErrs: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "posedge_hq_batch_errors_total",
+			Help: "Batches the database refused; their messages are redelivered.",
+		}),
+		haveReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "posedge_hq_have_requests_total",
+			Help: "Stores' \"what do you hold\" requests answered, by result.",
+		}, []string{"result"}),
+	}
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "posedge_hq_build_info",
+		Help:        "posedge-hq build; always 1.",
+		ConstLabels: prometheus.Labels{"version": version},
+	})
+	build.Set(1)
+	reg.MustRegister(m.ingested, m.duplicates, m.conflicts, m.rejected, m.commit, m.batchErrs, m.haveReqs, build,
+		&storeCollector{store: store, log: log},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *Metrics) outcome(kind MsgKind, o Outcome) {
+	switch o {
+	case Inserted:
+		m.ingested.WithLabelValues(kind.String()).Inc()
+	case Duplicate:
+		m.duplicates.WithLabelValues(kind.String()).Inc()
+	case Conflict:
+		m.conflicts.Inc()
+	}
+}
+
+// Counts is a snapshot of the counters, summed over their labels.
+type Counts struct {
+	Ingested, Duplicates, Conflicts, Rejected, BatchErrors float64
+}
+
+// Counts reads the counters (for tests and logs).
+func (m *Metrics) Counts() Counts {
+	return Counts{
+		Ingested:    sum(m.ingested),
+		Duplicates:  sum(m.duplicates),
+		Conflicts:   value(m.conflicts),
+		Rejected:    sum(m.rejected),
+		BatchErrors: value(m.batchErrs),
+	}
+}
+
+func value(c prometheus.Metric) float64 {
+	var d dto.Metric
+	if c.Write(&d) != nil || d.Counter == nil {
+		return 0
+	}
+	return d.Counter.GetValue()
+}
+
+func sum(v *prometheus.CounterVec) float64 {
+	ch := make(chan prometheus.Metric, 64)
+	go func() { v.Collect(ch); close(ch) }()
+	var total float64
+	for c := range ch {
+		total += value(c)
+	}
+	return total
+}
+
+// storeCollector reports per-store figures read from the database.
+type storeCollector struct {
+	store Store
+	log   *slog.Logger
+}
+
+var (
+	lagDesc = prometheus.NewDesc("posedge_hq_store_lag_seconds",
+		"Now minus created_at of the newest stored transaction of the store.", []string{"store_id"}, nil)
+	countDesc = prometheus.NewDesc("posedge_hq_store_transactions",
+		"Transactions stored for the store.", []string{"store_id"}, nil)
+	seenDesc = prometheus.NewDesc("posedge_hq_store_last_seen_seconds",
+		"Seconds since any message of the store was stored.", []string{"store_id"}, nil)
+)
+
+func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- lagDesc
+	ch <- countDesc
+	ch <- seenDesc
+}
+
+func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ws, err := c.store.Watermarks(ctx)
+	if err != nil {
+		c.log.Warn("metrics: per-store figures unavailable", "err", err)
+		return
+	}
+	now := time.Now()
+	for _, w := range ws {
+		ch <- prometheus.MustNewConstMetric(countDesc, prometheus.GaugeValue, float64(w.Count), w.StoreID)
+		if !w.LastCreatedAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(lagDesc, prometheus.GaugeValue, now.Sub(w.LastCreatedAt).Seconds(), w.StoreID)
+		}
+		if !w.LastSeenAt.IsZero() {
+			ch <- prometheus.MustNewConstMetric(seenDesc, prometheus.GaugeValue, now.Sub(w.LastSeenAt).Seconds(), w.StoreID)
+		}
+	}
+}

@@ -1,0 +1,509 @@
+package hq
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+var postgresSchema = []string{
+	`CREATE TABLE IF NOT EXISTS hq_schema (version INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS transactions (
+		store_id      TEXT NOT NULL,
+		flow_no       TEXT NOT NULL,
+		terminal_id   TEXT NOT NULL,
+		kind          TEXT NOT NULL,
+		total_cents   BIGINT NOT NULL,
+		created_at    TIMESTAMPTZ NOT NULL,
+		body          JSON NOT NULL,
+		received_at   TIMESTAMPTZ NOT NULL,
+		business_date TEXT NOT NULL,
+		PRIMARY KEY (store_id, flow_no)
+	)`,
+	`CREATE INDEX IF NOT EXISTS transactions_day ON transactions (store_id, terminal_id, business_date)`,
+	`CREATE TABLE IF NOT EXISTS conflicts (
+		store_id    TEXT NOT NULL,
+		flow_no     TEXT NOT NULL,
+		body_sha256 TEXT NOT NULL,
+		terminal_id TEXT NOT NULL,
+		kind        TEXT NOT NULL,
+		total_cents BIGINT NOT NULL,
+		created_at  TIMESTAMPTZ NOT NULL,
+		body        JSON NOT NULL,
+		received_at TIMESTAMPTZ NOT NULL,
+		PRIMARY KEY (store_id, flow_no, body_sha256)
+	)`,
+	`CREATE TABLE IF NOT EXISTS manifests (
+		store_id      TEXT NOT NULL,
+		terminal_id   TEXT NOT NULL,
+		date          TEXT NOT NULL,
+		sales         BIGINT NOT NULL,
+		sales_cents   BIGINT NOT NULL,
+		refunds       BIGINT NOT NULL,
+		refund_cents  BIGINT NOT NULL,
+		first_flow_no TEXT NOT NULL,
+		last_flow_no  TEXT NOT NULL,
+		sent_at       TIMESTAMPTZ NOT NULL,
+		received_at   TIMESTAMPTZ NOT NULL,
+		body          JSON NOT NULL,
+		PRIMARY KEY (store_id, terminal_id, date)
+	)`,
+	`CREATE TABLE IF NOT EXISTS heartbeats (
+		store_id      TEXT NOT NULL PRIMARY KEY,
+		sent_at       TIMESTAMPTZ NOT NULL,
+		received_at   TIMESTAMPTZ NOT NULL,
+		backlog       BIGINT NOT NULL,
+		oldest_unsent TEXT NOT NULL,
+		version       TEXT NOT NULL,
+		body          JSON NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS stores (
+		store_id         TEXT NOT NULL PRIMARY KEY,
+		txn_count        BIGINT NOT NULL,
+		max_flow_no      TEXT NOT NULL,
+		last_created_at  TIMESTAMPTZ,
+		last_received_at TIMESTAMPTZ,
+		last_seen_at     TIMESTAMPTZ NOT NULL
+	)`,
+}
+
+// schemaLock is the advisory lock key that serialises schema creation
+// among posedge-hq processes starting together.
+const schemaLock = 0x706f736564676501
+
+// PostgresStore keeps HQ's tables in PostgreSQL; any number of
+// posedge-hq processes may share one database.
+type PostgresStore struct {
+	pool *pgxpool.Pool
+	opts StoreOptions
+}
+
+var _ Store = (*PostgresStore)(nil)
+
+// OpenPostgres connects to the database at url (postgres://…) and
+// creates the tables when missing.
+func OpenPostgres(ctx context.Context, url string, opts StoreOptions) (*PostgresStore, error) {
+	opts = opts.withDefaults()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, errors.New("open postgres: not a valid PostgreSQL URL")
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	s := &PostgresStore{pool: pool, opts: opts}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
+	}
+	return s, nil
+}
+
+func (s *PostgresStore) migrate(ctx context.Context) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+		for _, q := range postgresSchema {
+			if _, err := tx.Exec(ctx, q); err != nil {
+				return fmt.Errorf("create schema: %w", err)
+			}
+		}
+		var v int
+		err := tx.QueryRow(ctx, "SELECT version FROM hq_schema").Scan(&v)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+			if _, err := tx.Exec(ctx, "INSERT INTO hq_schema (version) VALUES ($1)", schemaVersion); err != nil {
+				return fmt.Errorf("record schema version: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("read schema version: %w", err)
+		case v > schemaVersion:
+			return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, schemaVersion)
+		}
+		return nil
+	})
+}
+
+// Close closes the connection pool.
+func (s *PostgresStore) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping tells whether the database answers.
+func (s *PostgresStore) Ping(ctx context.Context) error {
+	var n int
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM hq_schema").Scan(&n); err != nil {
+		return fmt.Errorf("postgres: %w", err)
+	}
+	return nil
+}
+
+const (
+	pgInsertTxns = `INSERT INTO transactions
+		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date)
+		SELECT s, f, t, k, c, ca, b::json, ra, d
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[],
+			$7::text[], $8::timestamptz[], $9::text[]) AS u(s, f, t, k, c, ca, b, ra, d)
+		ON CONFLICT (store_id, flow_no) DO NOTHING
+		RETURNING store_id, flow_no`
+	pgStoredBodies = `SELECT store_id, flow_no, body::text FROM transactions
+		WHERE (store_id, flow_no) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
+	pgInsertConflict = `INSERT INTO conflicts
+		(store_id, flow_no, body_sha256, terminal_id, kind, total_cents, created_at, body, received_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json, $9) ON CONFLICT DO NOTHING`
+	pgUpsertManifest = `INSERT INTO manifests
+		(store_id, terminal_id, date, sales, sales_cents, refunds, refund_cents, first_flow_no, last_flow_no, sent_at, received_at, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::json)
+		ON CONFLICT (store_id, terminal_id, date) DO UPDATE SET
+			sales = excluded.sales, sales_cents = excluded.sales_cents,
+			refunds = excluded.refunds, refund_cents = excluded.refund_cents,
+			first_flow_no = excluded.first_flow_no, last_flow_no = excluded.last_flow_no,
+			sent_at = excluded.sent_at, received_at = excluded.received_at, body = excluded.body
+		WHERE excluded.sent_at > manifests.sent_at`
+	pgUpsertHeartbeat = `INSERT INTO heartbeats
+		(store_id, sent_at, received_at, backlog, oldest_unsent, version, body)
+		VALUES ($1, $2, $3, $4, $5, $6, $7::json)
+		ON CONFLICT (store_id) DO UPDATE SET
+			sent_at = excluded.sent_at, received_at = excluded.received_at, backlog = excluded.backlog,
+			oldest_unsent = excluded.oldest_unsent, version = excluded.version, body = excluded.body
+		WHERE excluded.sent_at > heartbeats.sent_at`
+	pgUpsertStore = `INSERT INTO stores
+		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (store_id) DO UPDATE SET
+			txn_count = stores.txn_count + excluded.txn_count,
+			max_flow_no = CASE WHEN length(excluded.max_flow_no) > length(stores.max_flow_no)
+				OR (length(excluded.max_flow_no) = length(stores.max_flow_no)
+					AND excluded.max_flow_no COLLATE "C" > stores.max_flow_no COLLATE "C")
+				THEN excluded.max_flow_no ELSE stores.max_flow_no END,
+			last_created_at = GREATEST(stores.last_created_at, excluded.last_created_at),
+			last_received_at = GREATEST(stores.last_received_at, excluded.last_received_at),
+			last_seen_at = GREATEST(stores.last_seen_at, excluded.last_seen_at)`
+)
+
+// pgRetries is how often a batch is retried after a deadlock or a
+// serialization failure with another posedge-hq process.
+const pgRetries = 5
+
+// InsertBatch stores msgs in one transaction.
+func (s *PostgresStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, error) {
+	for attempt := 1; ; attempt++ {
+		var out []Outcome
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var err error
+			out, err = s.insertBatch(ctx, tx, msgs)
+			return err
+		})
+		var pe *pgconn.PgError
+		if err != nil && attempt < pgRetries && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
+			s.opts.Logger.Warn("batch retried", "err", err, "attempt", attempt)
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("insert batch: %w", err)
+		}
+		return out, nil
+	}
+}
+
+type txnKey struct{ store, flow string }
+
+func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) ([]Outcome, error) {
+	out := make([]Outcome, len(msgs))
+	// The first message of each key goes into one INSERT, in key order
+	// so that concurrent batches take row locks in the same order.
+	first := map[txnKey]int{}
+	var firsts []int
+	for i := range msgs {
+		if msgs[i].Kind != KindTxn {
+			continue
+		}
+		k := txnKey{msgs[i].StoreID, msgs[i].Txn.FlowNo}
+		if _, ok := first[k]; !ok {
+			first[k] = i
+			firsts = append(firsts, i)
+		}
+	}
+	slices.SortFunc(firsts, func(a, b int) int {
+		return cmp.Or(cmp.Compare(msgs[a].StoreID, msgs[b].StoreID), cmp.Compare(msgs[a].Txn.FlowNo, msgs[b].Txn.FlowNo))
+	})
+	if len(firsts) > 0 {
+		n := len(firsts)
+		stores, flows, terms, kinds, days := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		bodies := make([]string, n)
+		cents := make([]int64, n)
+		created, received := make([]time.Time, n), make([]time.Time, n)
+		for j, i := range firsts {
+			m := &msgs[i]
+			stores[j], flows[j], terms[j], kinds[j], days[j] = m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Day
+			bodies[j], cents[j], created[j], received[j] = string(m.Body), m.Txn.TotalCents, m.CreatedAt, m.ReceivedAt
+		}
+		rows, err := tx.Query(ctx, pgInsertTxns, stores, flows, terms, kinds, cents, created, bodies, received, days)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var k txnKey
+			if err := rows.Scan(&k.store, &k.flow); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[first[k]] = Inserted
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	// Every other transaction is a duplicate or a conflict: compare it
+	// with the body stored under its key.
+	var pending []int
+	var pStores, pFlows []string
+	for i := range msgs {
+		if msgs[i].Kind == KindTxn && out[i] == 0 {
+			pending = append(pending, i)
+			pStores, pFlows = append(pStores, msgs[i].StoreID), append(pFlows, msgs[i].Txn.FlowNo)
+		}
+	}
+	if len(pending) > 0 {
+		stored := map[txnKey]string{}
+		rows, err := tx.Query(ctx, pgStoredBodies, pStores, pFlows)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var k txnKey
+			var body string
+			if err := rows.Scan(&k.store, &k.flow, &body); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			stored[k] = body
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		for _, i := range pending {
+			m := &msgs[i]
+			body, ok := stored[txnKey{m.StoreID, m.Txn.FlowNo}]
+			if !ok {
+				return nil, fmt.Errorf("%s/%s neither inserted nor stored", m.StoreID, m.Txn.FlowNo)
+			}
+			if sameBody([]byte(body), m.Body) {
+				out[i] = Duplicate
+				continue
+			}
+			t := m.Txn
+			if _, err := tx.Exec(ctx, pgInsertConflict, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
+				t.Kind, t.TotalCents, m.CreatedAt, string(m.Body), m.ReceivedAt); err != nil {
+				return nil, fmt.Errorf("record conflict %s/%s: %w", m.StoreID, t.FlowNo, err)
+			}
+			out[i] = Conflict
+		}
+	}
+	deltas := map[string]*storeDelta{}
+	for i := range msgs {
+		m := &msgs[i]
+		var tag pgconn.CommandTag
+		var err error
+		switch m.Kind {
+		case KindTxn:
+		case KindManifest:
+			mf := m.Manifest
+			tag, err = tx.Exec(ctx, pgUpsertManifest, m.StoreID, mf.TerminalID, mf.Date, mf.Sales, mf.SalesCents,
+				mf.Refunds, mf.RefundCents, mf.FirstFlowNo, mf.LastFlowNo, m.SentAt, m.ReceivedAt, string(m.Body))
+		case KindHeartbeat:
+			hb := m.Heartbeat
+			tag, err = tx.Exec(ctx, pgUpsertHeartbeat, m.StoreID, m.SentAt, m.ReceivedAt, hb.Backlog,
+				hb.OldestUnsent, hb.Version, string(m.Body))
+		default:
+			err = fmt.Errorf("message %d: unknown kind %v", i, m.Kind)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if m.Kind != KindTxn {
+			out[i] = Duplicate
+			if tag.RowsAffected() > 0 {
+				out[i] = Inserted
+			}
+		}
+		addDelta(deltas, m, out[i])
+	}
+	ids := make([]string, 0, len(deltas))
+	for id := range deltas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		d := deltas[id]
+		var created, received *time.Time
+		if d.hasTxn {
+			created, received = &d.lastCreated, &d.lastReceived
+		}
+		if _, err := tx.Exec(ctx, pgUpsertStore, id, d.inserted, d.maxFlowNo, created, received, d.lastSeen); err != nil {
+			return nil, fmt.Errorf("update store %s: %w", id, err)
+		}
+	}
+	return out, nil
+}
+
+// Have returns those of flowNos stored for storeID, in the order asked.
+func (s *PostgresStore) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, "SELECT flow_no FROM transactions WHERE store_id = $1 AND flow_no = ANY($2::text[])",
+		storeID, flowNos)
+	if err != nil {
+		return nil, fmt.Errorf("have %s: %w", storeID, err)
+	}
+	held := make(map[string]bool, len(flowNos))
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("have %s: %w", storeID, err)
+		}
+		held[f] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("have %s: %w", storeID, err)
+	}
+	return inOrder(flowNos, held), nil
+}
+
+// Transaction returns the stored body of one transaction.
+func (s *PostgresStore) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
+	var body string
+	err := s.pool.QueryRow(ctx, "SELECT body::text FROM transactions WHERE store_id = $1 AND flow_no = $2", storeID, flowNo).Scan(&body)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, err)
+	}
+	return []byte(body), nil
+}
+
+// Conflicts lists the conflicting bodies received for storeID.
+func (s *PostgresStore) Conflicts(ctx context.Context, storeID string) ([]StoredConflict, error) {
+	rows, err := s.pool.Query(ctx, `SELECT store_id, flow_no, body::text, received_at FROM conflicts
+		WHERE store_id = $1 ORDER BY received_at, flow_no`, storeID)
+	if err != nil {
+		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredConflict, error) {
+		var c StoredConflict
+		var body string
+		err := row.Scan(&c.StoreID, &c.FlowNo, &body, &c.ReceivedAt)
+		c.Body, c.ReceivedAt = json.RawMessage(body), c.ReceivedAt.UTC()
+		return c, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
+	}
+	return out, nil
+}
+
+const pgWatermarks = `SELECT store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at FROM stores`
+
+// Watermark is the high-water mark of one store.
+func (s *PostgresStore) Watermark(ctx context.Context, storeID string) (Watermark, error) {
+	ws, err := s.watermarks(ctx, pgWatermarks+" WHERE store_id = $1", storeID)
+	if err != nil || len(ws) == 0 {
+		return Watermark{StoreID: storeID}, err
+	}
+	return ws[0], nil
+}
+
+// Watermarks lists every known store's high-water mark.
+func (s *PostgresStore) Watermarks(ctx context.Context) ([]Watermark, error) {
+	return s.watermarks(ctx, pgWatermarks+" ORDER BY store_id")
+}
+
+func (s *PostgresStore) watermarks(ctx context.Context, q string, args ...any) ([]Watermark, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read watermarks: %w", err)
+	}
+	defer rows.Close()
+	ws := []Watermark{}
+	for rows.Next() {
+		var w Watermark
+		var created, received *time.Time
+		if err := rows.Scan(&w.StoreID, &w.Count, &w.MaxFlowNo, &created, &received, &w.LastSeenAt); err != nil {
+			return nil, fmt.Errorf("read watermarks: %w", err)
+		}
+		if created != nil {
+			w.LastCreatedAt = created.UTC()
+		}
+		if received != nil {
+			w.LastReceivedAt = received.UTC()
+		}
+		w.LastSeenAt = w.LastSeenAt.UTC()
+		ws = append(ws, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read watermarks: %w", err)
+	}
+	return ws, nil
+}
+
+const pgCompleteness = `SELECT m.store_id, m.terminal_id, m.date,
+		m.sales, m.sales_cents, m.refunds, m.refund_cents,
+		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN 1 ELSE 0 END), 0)::bigint,
+		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN t.total_cents ELSE 0 END), 0)::bigint,
+		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN 1 ELSE 0 END), 0)::bigint,
+		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN t.total_cents ELSE 0 END), 0)::bigint
+	FROM manifests m LEFT JOIN transactions t
+		ON t.store_id = m.store_id AND t.terminal_id = m.terminal_id AND t.business_date = m.date
+	GROUP BY m.store_id, m.terminal_id, m.date
+	ORDER BY m.store_id, m.date, m.terminal_id`
+
+// Completeness compares manifests with the stored rows and lists the
+// stores silent for longer than SilentAfter at now.
+func (s *PostgresStore) Completeness(ctx context.Context, now time.Time) (Report, error) {
+	rep := Report{GeneratedAt: now.UTC(), Incomplete: []DayDiff{}, Silent: []SilentStore{}}
+	rows, err := s.pool.Query(ctx, pgCompleteness)
+	if err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DayDiff, error) {
+		var d DayDiff
+		err := row.Scan(&d.StoreID, &d.TerminalID, &d.Date,
+			&d.Manifest.Sales, &d.Manifest.SalesCents, &d.Manifest.Refunds, &d.Manifest.RefundCents,
+			&d.Stored.Sales, &d.Stored.SalesCents, &d.Stored.Refunds, &d.Stored.RefundCents)
+		return d, err
+	})
+	if err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	rep.Incomplete = diffDays(days)
+	rows, err = s.pool.Query(ctx, "SELECT store_id, last_seen_at FROM stores WHERE last_seen_at < $1 ORDER BY store_id",
+		now.Add(-s.opts.SilentAfter))
+	if err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	silents, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SilentStore, error) {
+		var id string
+		var seen time.Time
+		err := row.Scan(&id, &seen)
+		return silent(id, seen.UTC(), now), err
+	})
+	if err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	rep.Silent = append(rep.Silent, silents...)
+	return rep, nil
+}

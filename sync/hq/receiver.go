@@ -1,0 +1,432 @@
+package hq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/posedge/posedge/sync/wire"
+)
+
+// ConsumerName is the durable pull consumer every posedge-hq process
+// shares: JetStream hands each message to one of them.
+const ConsumerName = "posedge-hq"
+
+// HaveQueue is the queue group posedge-hq processes answer the stores'
+// "what do you hold" requests in.
+const HaveQueue = "posedge-hq"
+
+const (
+	// storeTimeout bounds one batch's database transaction; a batch is
+	// finished even when the receiver is asked to stop meanwhile.
+	storeTimeout = 60 * time.Second
+	// poisonDeliveries is how often a message that fails on its own
+	// (while others store fine) is delivered before it is terminated.
+	poisonDeliveries = 5
+	// maxHaveFlows bounds one "what do you hold" request.
+	maxHaveFlows = 10000
+	// lingerNext is how long a batch waits for one more message once
+	// the client-side buffer is empty.
+	lingerNext = 2 * time.Millisecond
+)
+
+// Receiver consumes the stream and stores each message once. Create it
+// with NewReceiver and call Run.
+type Receiver struct {
+	cfg     Config
+	store   Store
+	metrics *Metrics
+	log     *slog.Logger
+	name    string // NATS connection name
+
+	conn    atomic.Pointer[nats.Conn]
+	ready   atomic.Bool // stream and consumer exist
+	batches atomic.Int64
+}
+
+// NewReceiver returns a receiver storing into store. name tells the
+// process apart in NATS monitoring ("" is "posedge-hq").
+func NewReceiver(cfg Config, store Store, metrics *Metrics, log *slog.Logger, name string) *Receiver {
+	if name == "" {
+		name = "posedge-hq"
+	}
+	return &Receiver{cfg: cfg, store: store, metrics: metrics, log: log, name: name}
+}
+
+// Ready says why the receiver is not yet consuming, or nil.
+func (r *Receiver) Ready() error {
+	nc := r.conn.Load()
+	switch {
+	case nc == nil:
+		return errors.New("NATS: not started")
+	case !nc.IsConnected():
+		return fmt.Errorf("NATS: not connected to %s (%s)", r.cfg.NATSURL, nc.Status())
+	case !r.ready.Load():
+		return fmt.Errorf("NATS: stream %s or consumer %s not set up yet", r.cfg.Stream, ConsumerName)
+	}
+	return nil
+}
+
+// Run connects to NATS, creates the stream if missing, answers "have"
+// requests and stores batches until ctx is done. A batch being stored
+// when ctx is cancelled is committed and acked; nothing fetched after
+// is acked, so JetStream redelivers it.
+func (r *Receiver) Run(ctx context.Context) error {
+	nc, err := r.connect()
+	if err != nil {
+		return err
+	}
+	r.conn.Store(nc)
+	defer nc.Close()
+
+	sub, err := nc.QueueSubscribe(wire.HaveSubjectPrefix+".*", HaveQueue, r.haveHandler(ctx))
+	if err != nil {
+		return fmt.Errorf("subscribe %s.*: %w", wire.HaveSubjectPrefix, err)
+	}
+	defer sub.Unsubscribe()
+
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	wait := backoff()
+	for ctx.Err() == nil {
+		cons, err := r.setup(ctx, js)
+		if err != nil {
+			if ctx.Err() == nil {
+				r.log.Warn("JetStream not ready; retrying", "stream", r.cfg.Stream, "err", err)
+			}
+			sleep(ctx, wait())
+			continue
+		}
+		r.ready.Store(true)
+		wait = backoff()
+		if err := r.consume(ctx, cons); err != nil && ctx.Err() == nil {
+			r.log.Warn("consumer stopped; setting up again", "err", err)
+			sleep(ctx, wait())
+		}
+	}
+	r.log.Info("receiver stopped", "batches", r.batches.Load())
+	return nil
+}
+
+func (r *Receiver) connect() (*nats.Conn, error) {
+	opts := []nats.Option{
+		nats.Name(r.name),
+		nats.MaxReconnects(-1),
+		nats.RetryOnFailedConnect(true),
+		nats.ReconnectWait(time.Second),
+		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second),
+		nats.ConnectHandler(func(nc *nats.Conn) {
+			r.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			r.log.Warn("NATS disconnected", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			r.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
+			subj := ""
+			if sub != nil {
+				subj = sub.Subject
+			}
+			r.log.Warn("NATS error", "subject", subj, "err", err)
+		}),
+	}
+	if r.cfg.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(r.cfg.CredsFile))
+	}
+	if r.cfg.TLS.CAFile != "" {
+		opts = append(opts, nats.RootCAs(r.cfg.TLS.CAFile))
+	}
+	if r.cfg.TLS.CertFile != "" {
+		opts = append(opts, nats.ClientCert(r.cfg.TLS.CertFile, r.cfg.TLS.KeyFile))
+	}
+	nc, err := nats.Connect(r.cfg.NATSURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("connect to NATS %s: %w", r.cfg.NATSURL, err)
+	}
+	return nc, nil
+}
+
+// setup creates the stream when missing and the durable consumer.
+func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	subjects := r.cfg.SubjectPrefix + ".>"
+	st, err := js.Stream(ctx, r.cfg.Stream)
+	switch {
+	case errors.Is(err, jetstream.ErrStreamNotFound):
+		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
+			Name:        r.cfg.Stream,
+			Description: "posedge sales and refunds replayed by the stores",
+			Subjects:    []string{subjects},
+			Storage:     jetstream.FileStorage,
+			Duplicates:  r.cfg.DuplicateWindow,
+		})
+		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			return nil, fmt.Errorf("create stream %s: %w", r.cfg.Stream, err)
+		}
+		if err == nil {
+			r.log.Info("stream created", "stream", r.cfg.Stream, "subjects", subjects, "duplicate_window", r.cfg.DuplicateWindow)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("look up stream %s: %w", r.cfg.Stream, err)
+	default:
+		sc := st.CachedInfo().Config
+		if !containsSubject(sc.Subjects, subjects) {
+			r.log.Warn("existing stream does not capture the configured subjects", "stream", r.cfg.Stream,
+				"stream_subjects", sc.Subjects, "subject_prefix", r.cfg.SubjectPrefix)
+		}
+		if sc.Duplicates != r.cfg.DuplicateWindow {
+			r.log.Info("existing stream keeps its own duplicate window", "stream", r.cfg.Stream,
+				"stream_duplicates", sc.Duplicates, "duplicate_window", r.cfg.DuplicateWindow)
+		}
+	}
+	cons, err := js.CreateOrUpdateConsumer(ctx, r.cfg.Stream, jetstream.ConsumerConfig{
+		Durable:       ConsumerName,
+		Description:   "posedge-hq processes sharing the load",
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       r.cfg.AckWait,
+		MaxDeliver:    -1,
+		MaxAckPending: 8 * r.cfg.BatchSize,
+		FilterSubject: subjects,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create consumer %s on %s: %w", ConsumerName, r.cfg.Stream, err)
+	}
+	return cons, nil
+}
+
+func containsSubject(have []string, want string) bool {
+	for _, s := range have {
+		if s == want || s == ">" {
+			return true
+		}
+	}
+	return false
+}
+
+// consume stores batches until ctx is done or the iterator fails.
+func (r *Receiver) consume(ctx context.Context, cons jetstream.Consumer) error {
+	it, err := cons.Messages(jetstream.PullMaxMessages(2 * r.cfg.BatchSize))
+	if err != nil {
+		return fmt.Errorf("pull from %s: %w", ConsumerName, err)
+	}
+	defer it.Stop()
+	for {
+		batch, err := r.collect(ctx, it)
+		if len(batch) > 0 {
+			r.process(ctx, batch)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, jetstream.ErrMsgIteratorClosed):
+			return err
+		case err != nil:
+			r.log.Warn("pull", "err", err)
+		}
+	}
+}
+
+// collect waits for one message, then takes what else is already there,
+// up to batch_size.
+func (r *Receiver) collect(ctx context.Context, it jetstream.MessagesContext) ([]jetstream.Msg, error) {
+	m, err := it.Next(jetstream.NextContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	batch := []jetstream.Msg{m}
+	for len(batch) < r.cfg.BatchSize && ctx.Err() == nil {
+		m, err := it.Next(jetstream.NextMaxWait(lingerNext))
+		if errors.Is(err, nats.ErrTimeout) {
+			break
+		}
+		if err != nil {
+			return batch, err
+		}
+		batch = append(batch, m)
+	}
+	return batch, nil
+}
+
+// process decodes, stores and acks one batch.
+func (r *Receiver) process(ctx context.Context, batch []jetstream.Msg) {
+	now := time.Now()
+	msgs := make([]Msg, 0, len(batch))
+	keep := make([]jetstream.Msg, 0, len(batch))
+	for _, jm := range batch {
+		m, err := DecodeMsg(r.cfg.SubjectPrefix, jm.Subject(), jm.Headers().Get(wire.HeaderSchema), jm.Data(), now)
+		if err != nil {
+			r.terminate(jm, err)
+			continue
+		}
+		msgs = append(msgs, m)
+		keep = append(keep, jm)
+	}
+	if len(msgs) == 0 {
+		return
+	}
+	// The batch is finished even when ctx is cancelled meanwhile: what
+	// was fetched is committed and acked, or neither.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+	defer cancel()
+	start := time.Now()
+	outs, err := r.store.InsertBatch(sctx, msgs)
+	if err != nil {
+		r.metrics.batchErrs.Inc()
+		r.log.Error("store batch", "messages", len(msgs), "err", err)
+		r.storeEach(ctx, msgs, keep)
+		return
+	}
+	r.metrics.commit.Observe(time.Since(start).Seconds())
+	r.batches.Add(1)
+	for i, jm := range keep {
+		r.done(jm, &msgs[i], outs[i])
+	}
+}
+
+// done counts, logs and acks one stored message.
+func (r *Receiver) done(jm jetstream.Msg, m *Msg, o Outcome) {
+	r.metrics.outcome(m.Kind, o)
+	if o == Conflict {
+		r.log.Warn("conflict: a different transaction is stored under this flow number; kept in the conflicts table",
+			"store_id", m.StoreID, "flow_no", m.Txn.FlowNo, "terminal_id", m.Txn.TerminalID)
+	}
+	if err := jm.Ack(); err != nil {
+		// It was committed: the redelivery is a duplicate.
+		r.log.Debug("ack", "subject", jm.Subject(), "err", err)
+	}
+}
+
+// storeEach stores a failed batch message by message, so that one
+// message the database refuses cannot hold back the others.
+func (r *Receiver) storeEach(ctx context.Context, msgs []Msg, batch []jetstream.Msg) {
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	perr := r.store.Ping(pctx)
+	cancel()
+	if perr != nil {
+		// The database is down: let JetStream redeliver later.
+		r.log.Error("database unavailable", "err", perr)
+		for _, jm := range batch {
+			_ = jm.NakWithDelay(5 * time.Second)
+		}
+		sleep(ctx, 2*time.Second)
+		return
+	}
+	var failed []int
+	stored := 0
+	for i := range msgs {
+		if ctx.Err() != nil {
+			return
+		}
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
+		outs, err := r.store.InsertBatch(sctx, msgs[i:i+1])
+		cancel()
+		if err != nil {
+			failed = append(failed, i)
+			r.log.Error("store message", "subject", batch[i].Subject(), "err", err)
+			continue
+		}
+		stored++
+		r.done(batch[i], &msgs[i], outs[0])
+	}
+	for _, i := range failed {
+		md, err := batch[i].Metadata()
+		if stored > 0 && err == nil && md.NumDelivered >= poisonDeliveries {
+			r.terminate(batch[i], &RejectError{Reason: "unstorable", Err: fmt.Errorf("refused by the database %d times", md.NumDelivered)})
+			continue
+		}
+		_ = batch[i].NakWithDelay(5 * time.Second)
+	}
+}
+
+// terminate tells JetStream never to redeliver a message that cannot be
+// stored.
+func (r *Receiver) terminate(jm jetstream.Msg, err error) {
+	reason := reasonInvalid
+	var re *RejectError
+	if errors.As(err, &re) {
+		reason = re.Reason
+	}
+	r.metrics.rejected.WithLabelValues(reason).Inc()
+	seq := uint64(0)
+	if md, merr := jm.Metadata(); merr == nil {
+		seq = md.Sequence.Stream
+	}
+	r.log.Error("message rejected for good", "subject", jm.Subject(), "msg_id", jm.Headers().Get(wire.HeaderMsgID),
+		"stream_seq", seq, "reason", reason, "err", err)
+	if terr := jm.TermWithReason(reason); terr != nil {
+		r.log.Warn("term", "subject", jm.Subject(), "err", terr)
+	}
+}
+
+// haveHandler answers wire.HaveRequest on posedge.hq.have.<store>.
+func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
+	return func(m *nats.Msg) {
+		reply := wire.HaveReply{Have: []string{}}
+		result := "ok"
+		storeID := strings.TrimPrefix(m.Subject, wire.HaveSubjectPrefix+".")
+		var req wire.HaveRequest
+		switch err := json.Unmarshal(m.Data, &req); {
+		case err != nil:
+			reply.Error, result = "invalid request: "+err.Error(), "invalid"
+		case !storeIDPattern.MatchString(storeID):
+			reply.Error, result = "invalid store ID in subject", "invalid"
+		case req.StoreID != "" && req.StoreID != storeID:
+			reply.Error, result = fmt.Sprintf("store_id %q asked on the subject of %s", req.StoreID, storeID), "invalid"
+		case len(req.FlowNos) > maxHaveFlows:
+			reply.Error, result = fmt.Sprintf("at most %d flow numbers per request", maxHaveFlows), "invalid"
+		default:
+			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			have, err := r.store.Have(qctx, storeID, req.FlowNos)
+			cancel()
+			if err != nil {
+				r.log.Error("have", "store_id", storeID, "err", err)
+				reply.Error, result = "database unavailable", "error"
+			} else {
+				reply.Have = have
+			}
+		}
+		r.metrics.haveReqs.WithLabelValues(result).Inc()
+		data, _ := json.Marshal(reply)
+		if m.Reply == "" {
+			return
+		}
+		if err := m.Respond(data); err != nil {
+			r.log.Warn("have: reply", "store_id", storeID, "err", err)
+		}
+	}
+}
+
+// backoff returns successive waits: exponential from 250 ms, capped at
+// 15 s, with jitter.
+func backoff() func() time.Duration {
+	d := 250 * time.Millisecond
+	return func() time.Duration {
+		w := d/2 + rand.N(d/2+1)
+		d = min(2*d, 15*time.Second)
+		return w
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,62 @@
+package hq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+)
+
+// Server is a posedge-hq process: its database, the receiver and the
+// admin listener.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	version string
+}
+
+// NewServer returns a server for cfg; Run starts it.
+func NewServer(cfg Config, log *slog.Logger, version string) *Server {
+	return &Server{cfg: cfg, log: log, version: version}
+}
+
+// Run opens the database, listens on admin.listen and receives until ctx
+// is done. It fails at once when the database cannot be opened or the
+// admin address is taken; an unreachable NATS is waited for.
+func (s *Server) Run(ctx context.Context) error {
+	s.log.Info("posedge-hq starting", "version", s.version, "nats_url", s.cfg.NATSURL, "stream", s.cfg.Stream,
+		"subject_prefix", s.cfg.SubjectPrefix, "database", redactURL(s.cfg.Database), "admin_listen", s.cfg.AdminListen)
+	store, err := OpenStore(ctx, s.cfg.Database, StoreOptions{SilentAfter: s.cfg.SilentAfter, Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("open database: %w", err)
+	}
+	defer store.Close()
+	metrics := NewMetrics(store, s.version, s.log)
+	recv := NewReceiver(s.cfg, store, metrics, s.log, "")
+
+	ln, err := net.Listen("tcp", s.cfg.AdminListen)
+	if err != nil {
+		return fmt.Errorf("admin.listen: %w", err)
+	}
+	srv := &http.Server{
+		Handler:           NewAdminHandler(store, recv, metrics, s.log),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	rerr := recv.Run(ctx)
+
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return errors.Join(rerr, fmt.Errorf("admin listener: %w", err))
+	}
+	s.log.Info("posedge-hq stopped")
+	return rerr
+}

@@ -1,0 +1,505 @@
+package hq
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+)
+
+// schemaVersion is the version of the tables this posedge-hq writes.
+const schemaVersion = 1
+
+var sqliteSchema = []string{
+	`CREATE TABLE IF NOT EXISTS hq_schema (version INTEGER NOT NULL)`,
+	`CREATE TABLE IF NOT EXISTS transactions (
+		store_id      TEXT NOT NULL,
+		flow_no       TEXT NOT NULL,
+		terminal_id   TEXT NOT NULL,
+		kind          TEXT NOT NULL,
+		total_cents   INTEGER NOT NULL,
+		created_at    TEXT NOT NULL,
+		body          TEXT NOT NULL,
+		received_at   TEXT NOT NULL,
+		business_date TEXT NOT NULL,
+		PRIMARY KEY (store_id, flow_no)
+	)`,
+	`CREATE INDEX IF NOT EXISTS transactions_day ON transactions (store_id, terminal_id, business_date)`,
+	`CREATE TABLE IF NOT EXISTS conflicts (
+		store_id    TEXT NOT NULL,
+		flow_no     TEXT NOT NULL,
+		body_sha256 TEXT NOT NULL,
+		terminal_id TEXT NOT NULL,
+		kind        TEXT NOT NULL,
+		total_cents INTEGER NOT NULL,
+		created_at  TEXT NOT NULL,
+		body        TEXT NOT NULL,
+		received_at TEXT NOT NULL,
+		PRIMARY KEY (store_id, flow_no, body_sha256)
+	)`,
+	`CREATE TABLE IF NOT EXISTS manifests (
+		store_id      TEXT NOT NULL,
+		terminal_id   TEXT NOT NULL,
+		date          TEXT NOT NULL,
+		sales         INTEGER NOT NULL,
+		sales_cents   INTEGER NOT NULL,
+		refunds       INTEGER NOT NULL,
+		refund_cents  INTEGER NOT NULL,
+		first_flow_no TEXT NOT NULL,
+		last_flow_no  TEXT NOT NULL,
+		sent_at       TEXT NOT NULL,
+		received_at   TEXT NOT NULL,
+		body          TEXT NOT NULL,
+		PRIMARY KEY (store_id, terminal_id, date)
+	)`,
+	`CREATE TABLE IF NOT EXISTS heartbeats (
+		store_id      TEXT NOT NULL PRIMARY KEY,
+		sent_at       TEXT NOT NULL,
+		received_at   TEXT NOT NULL,
+		backlog       INTEGER NOT NULL,
+		oldest_unsent TEXT NOT NULL,
+		version       TEXT NOT NULL,
+		body          TEXT NOT NULL
+	)`,
+	`CREATE TABLE IF NOT EXISTS stores (
+		store_id         TEXT NOT NULL PRIMARY KEY,
+		txn_count        INTEGER NOT NULL,
+		max_flow_no      TEXT NOT NULL,
+		last_created_at  TEXT NOT NULL,
+		last_received_at TEXT NOT NULL,
+		last_seen_at     TEXT NOT NULL
+	)`,
+}
+
+// SQLiteStore keeps HQ's tables in one SQLite file in WAL mode (other
+// processes may read it while posedge-hq runs). Writes go through one
+// connection; reads use a pool of their own.
+type SQLiteStore struct {
+	path string
+	w    *sql.DB // the one writer
+	r    *sql.DB
+	mu   sync.Mutex // one batch at a time on w
+	opts StoreOptions
+}
+
+var _ Store = (*SQLiteStore)(nil)
+
+// SQLiteDSN is the modernc.org/sqlite data source name posedge-hq uses
+// for path: WAL, synchronous FULL, a 10 s busy timeout and immediate
+// write transactions.
+func SQLiteDSN(path string) string {
+	q := url.Values{}
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Set("_txlock", "immediate")
+	return "file:" + path + "?" + q.Encode()
+}
+
+// OpenSQLite opens or creates the SQLite database at path.
+func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteStore, error) {
+	opts = opts.withDefaults()
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o750); err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+	}
+	w, err := sql.Open("sqlite", SQLiteDSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	s := &SQLiteStore{path: path, w: w, opts: opts}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	r, err := sql.Open("sqlite", SQLiteDSN(path))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s.r = r
+	return s, nil
+}
+
+func (s *SQLiteStore) migrate(ctx context.Context) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	defer tx.Rollback()
+	for _, q := range sqliteSchema {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create schema: %w", err)
+		}
+	}
+	if err := checkSchemaVersion(ctx, tx, "INSERT INTO hq_schema (version) VALUES (?)"); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("create schema: %w", err)
+	}
+	return nil
+}
+
+type queryExecer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func checkSchemaVersion(ctx context.Context, tx queryExecer, insert string) error {
+	var v int
+	err := tx.QueryRowContext(ctx, "SELECT version FROM hq_schema").Scan(&v)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		if _, err := tx.ExecContext(ctx, insert, schemaVersion); err != nil {
+			return fmt.Errorf("record schema version: %w", err)
+		}
+	case err != nil:
+		return fmt.Errorf("read schema version: %w", err)
+	case v > schemaVersion:
+		return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, schemaVersion)
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *SQLiteStore) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+// Ping tells whether the database file answers.
+func (s *SQLiteStore) Ping(ctx context.Context) error {
+	var n int
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM hq_schema").Scan(&n); err != nil {
+		return fmt.Errorf("sqlite %s: %w", s.path, err)
+	}
+	return nil
+}
+
+const (
+	sqliteInsertTxn = `INSERT INTO transactions
+		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (store_id, flow_no) DO NOTHING`
+	sqliteInsertConflict = `INSERT INTO conflicts
+		(store_id, flow_no, body_sha256, terminal_id, kind, total_cents, created_at, body, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqliteUpsertManifest = `INSERT INTO manifests
+		(store_id, terminal_id, date, sales, sales_cents, refunds, refund_cents, first_flow_no, last_flow_no, sent_at, received_at, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (store_id, terminal_id, date) DO UPDATE SET
+			sales = excluded.sales, sales_cents = excluded.sales_cents,
+			refunds = excluded.refunds, refund_cents = excluded.refund_cents,
+			first_flow_no = excluded.first_flow_no, last_flow_no = excluded.last_flow_no,
+			sent_at = excluded.sent_at, received_at = excluded.received_at, body = excluded.body
+		WHERE excluded.sent_at > manifests.sent_at`
+	sqliteUpsertHeartbeat = `INSERT INTO heartbeats
+		(store_id, sent_at, received_at, backlog, oldest_unsent, version, body)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (store_id) DO UPDATE SET
+			sent_at = excluded.sent_at, received_at = excluded.received_at, backlog = excluded.backlog,
+			oldest_unsent = excluded.oldest_unsent, version = excluded.version, body = excluded.body
+		WHERE excluded.sent_at > heartbeats.sent_at`
+	sqliteUpsertStore = `INSERT INTO stores
+		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
+		VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (store_id) DO UPDATE SET
+			txn_count = stores.txn_count + excluded.txn_count,
+			max_flow_no = CASE WHEN length(excluded.max_flow_no) > length(stores.max_flow_no)
+				OR (length(excluded.max_flow_no) = length(stores.max_flow_no) AND excluded.max_flow_no > stores.max_flow_no)
+				THEN excluded.max_flow_no ELSE stores.max_flow_no END,
+			last_created_at = max(stores.last_created_at, excluded.last_created_at),
+			last_received_at = max(stores.last_received_at, excluded.last_received_at),
+			last_seen_at = max(stores.last_seen_at, excluded.last_seen_at)`
+)
+
+// InsertBatch stores msgs in one transaction.
+func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("insert batch: begin: %w", err)
+	}
+	defer tx.Rollback()
+	ins, err := tx.PrepareContext(ctx, sqliteInsertTxn)
+	if err != nil {
+		return nil, fmt.Errorf("insert batch: %w", err)
+	}
+	defer ins.Close()
+	out := make([]Outcome, len(msgs))
+	deltas := map[string]*storeDelta{}
+	for i := range msgs {
+		m := &msgs[i]
+		var o Outcome
+		switch m.Kind {
+		case KindTxn:
+			o, err = s.insertTxn(ctx, tx, ins, m)
+		case KindManifest:
+			o, err = s.upsert(ctx, tx, sqliteUpsertManifest, m.StoreID, m.Manifest.TerminalID, m.Manifest.Date,
+				m.Manifest.Sales, m.Manifest.SalesCents, m.Manifest.Refunds, m.Manifest.RefundCents,
+				m.Manifest.FirstFlowNo, m.Manifest.LastFlowNo, formatTS(m.SentAt), formatTS(m.ReceivedAt), string(m.Body))
+		case KindHeartbeat:
+			o, err = s.upsert(ctx, tx, sqliteUpsertHeartbeat, m.StoreID, formatTS(m.SentAt), formatTS(m.ReceivedAt),
+				m.Heartbeat.Backlog, m.Heartbeat.OldestUnsent, m.Heartbeat.Version, string(m.Body))
+		default:
+			err = fmt.Errorf("message %d: unknown kind %v", i, m.Kind)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("insert batch: %w", err)
+		}
+		out[i] = o
+		addDelta(deltas, m, o)
+	}
+	ids := make([]string, 0, len(deltas))
+	for id := range deltas {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	for _, id := range ids {
+		d := deltas[id]
+		var created, received string
+		if d.hasTxn {
+			created, received = formatTS(d.lastCreated), formatTS(d.lastReceived)
+		}
+		if _, err := tx.ExecContext(ctx, sqliteUpsertStore, id, d.inserted, d.maxFlowNo, created, received, formatTS(d.lastSeen)); err != nil {
+			return nil, fmt.Errorf("insert batch: update store %s: %w", id, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("insert batch: commit: %w", err)
+	}
+	return out, nil
+}
+
+func (s *SQLiteStore) insertTxn(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, m *Msg) (Outcome, error) {
+	t := m.Txn
+	res, err := ins.ExecContext(ctx, m.StoreID, t.FlowNo, t.TerminalID, t.Kind, t.TotalCents,
+		formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt), m.Day)
+	if err != nil {
+		return 0, fmt.Errorf("insert %s/%s: %w", m.StoreID, t.FlowNo, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n == 1 {
+		return Inserted, nil
+	}
+	var stored string
+	if err := tx.QueryRowContext(ctx, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?",
+		m.StoreID, t.FlowNo).Scan(&stored); err != nil {
+		return 0, fmt.Errorf("read stored %s/%s: %w", m.StoreID, t.FlowNo, err)
+	}
+	if sameBody([]byte(stored), m.Body) {
+		return Duplicate, nil
+	}
+	if _, err := tx.ExecContext(ctx, sqliteInsertConflict, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
+		t.Kind, t.TotalCents, formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt)); err != nil {
+		return 0, fmt.Errorf("record conflict %s/%s: %w", m.StoreID, t.FlowNo, err)
+	}
+	return Conflict, nil
+}
+
+func (s *SQLiteStore) upsert(ctx context.Context, tx *sql.Tx, q string, args ...any) (Outcome, error) {
+	res, err := tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return 0, err
+	} else if n == 0 {
+		return Duplicate, nil
+	}
+	return Inserted, nil
+}
+
+// haveChunk bounds the number of SQL variables of one query.
+const haveChunk = 500
+
+// Have returns those of flowNos stored for storeID, in the order asked.
+func (s *SQLiteStore) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
+	held := make(map[string]bool, len(flowNos))
+	for start := 0; start < len(flowNos); start += haveChunk {
+		chunk := flowNos[start:min(start+haveChunk, len(flowNos))]
+		args := make([]any, 0, len(chunk)+1)
+		args = append(args, storeID)
+		for _, f := range chunk {
+			args = append(args, f)
+		}
+		q := "SELECT flow_no FROM transactions WHERE store_id = ? AND flow_no IN (?" +
+			strings.Repeat(", ?", len(chunk)-1) + ")"
+		rows, err := s.r.QueryContext(ctx, q, args...)
+		if err != nil {
+			return nil, fmt.Errorf("have %s: %w", storeID, err)
+		}
+		for rows.Next() {
+			var f string
+			if err := rows.Scan(&f); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("have %s: %w", storeID, err)
+			}
+			held[f] = true
+		}
+		if err := rows.Close(); err != nil {
+			return nil, fmt.Errorf("have %s: %w", storeID, err)
+		}
+	}
+	return inOrder(flowNos, held), nil
+}
+
+// inOrder keeps the flow numbers of asked that are held, once each, in
+// the order asked.
+func inOrder(asked []string, held map[string]bool) []string {
+	out := []string{}
+	for _, f := range asked {
+		if held[f] {
+			out = append(out, f)
+			delete(held, f)
+		}
+	}
+	return out
+}
+
+// Transaction returns the stored body of one transaction.
+func (s *SQLiteStore) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
+	var body string
+	err := s.r.QueryRowContext(ctx, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?", storeID, flowNo).Scan(&body)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, err)
+	}
+	return []byte(body), nil
+}
+
+// Conflicts lists the conflicting bodies received for storeID.
+func (s *SQLiteStore) Conflicts(ctx context.Context, storeID string) ([]StoredConflict, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT store_id, flow_no, body, received_at FROM conflicts
+		WHERE store_id = ? ORDER BY received_at, flow_no`, storeID)
+	if err != nil {
+		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
+	}
+	defer rows.Close()
+	out := []StoredConflict{}
+	for rows.Next() {
+		var c StoredConflict
+		var body, received string
+		if err := rows.Scan(&c.StoreID, &c.FlowNo, &body, &received); err != nil {
+			return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
+		}
+		c.Body, c.ReceivedAt = json.RawMessage(body), parseTS(received)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
+	}
+	return out, nil
+}
+
+const sqliteWatermarks = `SELECT store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at FROM stores`
+
+// Watermark is the high-water mark of one store.
+func (s *SQLiteStore) Watermark(ctx context.Context, storeID string) (Watermark, error) {
+	ws, err := s.watermarks(ctx, sqliteWatermarks+" WHERE store_id = ?", storeID)
+	if err != nil || len(ws) == 0 {
+		return Watermark{StoreID: storeID}, err
+	}
+	return ws[0], nil
+}
+
+// Watermarks lists every known store's high-water mark.
+func (s *SQLiteStore) Watermarks(ctx context.Context) ([]Watermark, error) {
+	return s.watermarks(ctx, sqliteWatermarks+" ORDER BY store_id")
+}
+
+func (s *SQLiteStore) watermarks(ctx context.Context, q string, args ...any) ([]Watermark, error) {
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read watermarks: %w", err)
+	}
+	defer rows.Close()
+	ws := []Watermark{}
+	for rows.Next() {
+		var w Watermark
+		var created, received, seen string
+		if err := rows.Scan(&w.StoreID, &w.Count, &w.MaxFlowNo, &created, &received, &seen); err != nil {
+			return nil, fmt.Errorf("read watermarks: %w", err)
+		}
+		w.LastCreatedAt, w.LastReceivedAt, w.LastSeenAt = parseTS(created), parseTS(received), parseTS(seen)
+		ws = append(ws, w)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read watermarks: %w", err)
+	}
+	return ws, nil
+}
+
+const sqliteCompleteness = `SELECT m.store_id, m.terminal_id, m.date,
+		m.sales, m.sales_cents, m.refunds, m.refund_cents,
+		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN t.total_cents ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN t.total_cents ELSE 0 END), 0)
+	FROM manifests m LEFT JOIN transactions t
+		ON t.store_id = m.store_id AND t.terminal_id = m.terminal_id AND t.business_date = m.date
+	GROUP BY m.store_id, m.terminal_id, m.date
+	ORDER BY m.store_id, m.date, m.terminal_id`
+
+// Completeness compares manifests with the stored rows and lists the
+// stores silent for longer than SilentAfter at now.
+func (s *SQLiteStore) Completeness(ctx context.Context, now time.Time) (Report, error) {
+	rep := Report{GeneratedAt: now.UTC(), Incomplete: []DayDiff{}, Silent: []SilentStore{}}
+	rows, err := s.r.QueryContext(ctx, sqliteCompleteness)
+	if err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	var days []DayDiff
+	for rows.Next() {
+		var d DayDiff
+		if err := rows.Scan(&d.StoreID, &d.TerminalID, &d.Date,
+			&d.Manifest.Sales, &d.Manifest.SalesCents, &d.Manifest.Refunds, &d.Manifest.RefundCents,
+			&d.Stored.Sales, &d.Stored.SalesCents, &d.Stored.Refunds, &d.Stored.RefundCents); err != nil {
+			rows.Close()
+			return rep, fmt.Errorf("completeness: %w", err)
+		}
+		days = append(days, d)
+	}
+	if err := rows.Close(); err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	rep.Incomplete = diffDays(days)
+	rows, err = s.r.QueryContext(ctx, "SELECT store_id, last_seen_at FROM stores WHERE last_seen_at < ? ORDER BY store_id",
+		formatTS(now.Add(-s.opts.SilentAfter)))
+	if err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, seen string
+		if err := rows.Scan(&id, &seen); err != nil {
+			return rep, fmt.Errorf("completeness: %w", err)
+		}
+		rep.Silent = append(rep.Silent, silent(id, parseTS(seen), now))
+	}
+	if err := rows.Err(); err != nil {
+		return rep, fmt.Errorf("completeness: %w", err)
+	}
+	return rep, nil
+}
+
+func silent(storeID string, seen, now time.Time) SilentStore {
+	return SilentStore{StoreID: storeID, LastSeenAt: seen, SilentSeconds: int64(now.Sub(seen) / time.Second)}
+}

@@ -1,0 +1,385 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/posedge/posedge/offline/journal"
+	"github.com/posedge/posedge/sync/wire"
+)
+
+// Limiter charges the store-wide `sync` policy: one hit per batch, shared
+// by every daemon of the store (edge/ratelimit's Limiter implements it).
+type Limiter interface {
+	WaitStoreSync(ctx context.Context) error
+}
+
+// Defaults of the zero fields of a Config.
+const (
+	DefaultBatchSize      = 500
+	DefaultBatchBytes     = 4 << 20
+	DefaultAckTimeout     = 10 * time.Second
+	DefaultIdle           = 500 * time.Millisecond
+	DefaultMaxBackoff     = 30 * time.Second
+	DefaultHaveTimeout    = 2 * time.Second
+	DefaultHeartbeatEvery = time.Minute
+	// DefaultStartJitter is what the daemon passes as StartJitter: stores
+	// restarted together (power cut, rollout) connect spread over it.
+	DefaultStartJitter = 2 * time.Second
+)
+
+// statsEvery is how often backlog figures are read for metrics and Status.
+const statsEvery = 10 * time.Second
+
+// Config of a Replayer. The TLS and credentials files are used when set.
+type Config struct {
+	StoreID       string
+	NATSURL       string
+	CredsFile     string // NATS user credentials (JWT + seed)
+	CAFile        string // CA bundle checking HQ's server certificate
+	CertFile      string // client certificate for mutual TLS, with KeyFile
+	KeyFile       string
+	SubjectPrefix string        // default wire.DefaultSubjectPrefix
+	BatchSize     int           // rows per batch, default 500
+	BatchBytes    int           // body bytes per batch (at least one row), default 4 MiB
+	AckTimeout    time.Duration // wait for a batch's acks, default 10s
+	Idle          time.Duration // poll interval when the outbox is empty, default 500ms
+	Version       string        // daemon version, sent in heartbeats
+
+	// StartJitter bounds a random delay before the first connection, so
+	// stores restarting together do not all reconnect at once; 0 = none.
+	StartJitter time.Duration
+	// MaxBackoff caps the jittered exponential backoff of reconnects and
+	// of batch retries; default 30s.
+	MaxBackoff time.Duration
+	// HaveTimeout bounds the "what does HQ hold" request; default 2s.
+	HaveTimeout time.Duration
+	// HeartbeatEvery is the heartbeat period; default 1m.
+	HeartbeatEvery time.Duration
+	// Location is the store's time zone, in which business days change
+	// (and the day's manifest is published); default time.Local.
+	Location *time.Location
+}
+
+func (c *Config) defaults() {
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = wire.DefaultSubjectPrefix
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.BatchBytes <= 0 {
+		c.BatchBytes = DefaultBatchBytes
+	}
+	if c.AckTimeout <= 0 {
+		c.AckTimeout = DefaultAckTimeout
+	}
+	if c.Idle <= 0 {
+		c.Idle = DefaultIdle
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.HaveTimeout <= 0 {
+		c.HaveTimeout = DefaultHaveTimeout
+	}
+	if c.HeartbeatEvery <= 0 {
+		c.HeartbeatEvery = DefaultHeartbeatEvery
+	}
+	if c.Location == nil {
+		c.Location = time.Local
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.StoreID == "" {
+		errs = append(errs, errors.New("store_id: required"))
+	}
+	if c.NATSURL == "" {
+		errs = append(errs, errors.New("hq.nats_url: required"))
+	}
+	if (c.CertFile == "") != (c.KeyFile == "") {
+		errs = append(errs, errors.New("hq.cert_file and hq.key_file go together: give both or neither"))
+	}
+	for key, f := range map[string]string{"hq.creds_file": c.CredsFile, "hq.ca_file": c.CAFile,
+		"hq.cert_file": c.CertFile, "hq.key_file": c.KeyFile} {
+		if f == "" {
+			continue
+		}
+		if _, err := os.Stat(f); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Status is the replay's state for /admin/v1/status and `posedge status`.
+type Status struct {
+	Connected bool   `json:"connected"`
+	Server    string `json:"server,omitempty"`
+	// LastSyncAt is the last time the replay was up to date or had a
+	// batch acknowledged.
+	LastSyncAt *time.Time `json:"last_sync_at,omitempty"`
+	LastError  string     `json:"last_error,omitempty"`
+	RatePerSec float64    `json:"rate_per_sec"` // rows acked per second over the last minute
+	Sent       uint64     `json:"sent"`         // publishes since start, resends included
+	Acked      uint64     `json:"acked"`        // rows marked synced since start
+	Confirmed  uint64     `json:"confirmed"`    // of which HQ said it already held them
+	// Figures of the journal, read every few seconds.
+	Backlog      int64      `json:"backlog"`
+	BacklogBytes int64      `json:"backlog_bytes"`
+	OldestUnsent *time.Time `json:"oldest_unsent_at,omitempty"`
+	Quarantined  int64      `json:"quarantined"`
+}
+
+// Replayer drains the journal's outbox to HQ. Run it once; Kick and
+// Status may be called from any goroutine.
+type Replayer struct {
+	cfg Config
+	j   *journal.Journal
+	lim Limiter
+	log *slog.Logger
+	m   *metrics
+
+	subject string
+	wake    chan struct{} // Kick and reconnects: look at the outbox now
+	running atomic.Bool
+	nc      atomic.Pointer[link] // the current connection, nil between connections
+
+	rmu sync.Mutex // reconnect backoff, used by the NATS client's reconnect goroutine
+	rb  *backoff.ExponentialBackOff
+
+	mu        sync.Mutex
+	st        Status
+	startedAt time.Time
+	rate      rateWindow
+	manifests map[string]bool // days whose manifest could not be published yet
+	day       string          // business day seen at the last heartbeat
+}
+
+// New checks cfg and prepares a Replayer; nothing connects before Run.
+// lim may be nil (no throttle, for tools and benchmarks); reg may be nil.
+func New(cfg Config, j *journal.Journal, lim Limiter, log *slog.Logger, reg prometheus.Registerer) (*Replayer, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("replay config: %w", err)
+	}
+	if j == nil {
+		return nil, errors.New("replay: no journal")
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(reg)
+	if err != nil {
+		return nil, err
+	}
+	return &Replayer{
+		cfg: cfg, j: j, lim: lim, log: log.With("component", "replay", "store_id", cfg.StoreID), m: m,
+		subject:   wire.TxnSubject(cfg.SubjectPrefix, cfg.StoreID),
+		wake:      make(chan struct{}, 1),
+		manifests: map[string]bool{},
+	}, nil
+}
+
+// Kick makes the replay look at the outbox at once ("posedge sync now"):
+// it cuts short the idle poll, a retry backoff and, while HQ is
+// unreachable, the wait before the next reconnect attempt. The sync
+// policy is still charged.
+func (r *Replayer) Kick() {
+	r.signal()
+	if l := r.nc.Load(); l != nil && l.nc.IsReconnecting() {
+		_ = l.nc.ForceReconnect() // only errors on a closed connection, replaced by Run
+	}
+}
+
+func (r *Replayer) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Status is a snapshot of the replay's state.
+func (r *Replayer) Status() Status {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := r.st
+	s.RatePerSec = r.rate.perSec(time.Now(), r.startedAt)
+	if l := r.nc.Load(); l != nil {
+		s.Connected = l.nc.IsConnected()
+		if s.Connected {
+			s.Server = l.nc.ConnectedUrlRedacted()
+		}
+	} else {
+		s.Connected = false
+	}
+	return s
+}
+
+// Run replays until ctx ends, then returns nil. WAN and HQ failures are
+// retried for ever with a jittered backoff; they are logged and shown in
+// Status, never returned.
+func (r *Replayer) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("replay: Run is already running")
+	}
+	defer r.running.Store(false)
+	r.mu.Lock()
+	r.startedAt = time.Now()
+	r.day = time.Now().In(r.cfg.Location).Format("20060102")
+	r.mu.Unlock()
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); r.background(ctx) }()
+	defer wg.Wait()
+
+	if r.cfg.StartJitter > 0 {
+		d := rand.N(r.cfg.StartJitter)
+		r.log.Debug("jittered start", "delay", d)
+		if !sleep(ctx, d, nil) {
+			return nil
+		}
+	}
+	for ctx.Err() == nil {
+		l, err := r.connect(ctx)
+		if err != nil {
+			break // ctx ended
+		}
+		r.replay(ctx, l)
+		r.nc.Store(nil)
+		l.nc.Close()
+		r.m.connected.Set(0)
+	}
+	return nil
+}
+
+// replay runs batches on one connection until ctx ends or the connection
+// is closed for good.
+func (r *Replayer) replay(ctx context.Context, l *link) {
+	retry := r.newBackoff()
+	for ctx.Err() == nil {
+		if l.nc.IsClosed() {
+			r.log.Warn("NATS connection closed; connecting again", "err", l.nc.LastError())
+			return
+		}
+		if !l.nc.IsConnected() {
+			// The client reconnects on its own; a reconnect or Kick wakes us.
+			sleep(ctx, r.cfg.Idle, r.wake)
+			continue
+		}
+		n, err := r.batch(ctx, l)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			r.setError(err)
+			d := retry.NextBackOff()
+			r.log.Warn("replay batch failed; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
+			sleep(ctx, d, r.wake)
+		case n == 0:
+			retry.Reset()
+			r.clearError()
+			r.synced(0)
+			sleep(ctx, r.cfg.Idle, r.wake)
+		default:
+			retry.Reset()
+			r.clearError()
+		}
+	}
+}
+
+// newBackoff is the jittered exponential backoff of reconnects and
+// retries: 250ms doubling, each delay within ±50%, at most MaxBackoff.
+func (r *Replayer) newBackoff() *backoff.ExponentialBackOff {
+	return backoff.NewExponentialBackOff(
+		backoff.WithInitialInterval(250*time.Millisecond),
+		backoff.WithMultiplier(2),
+		backoff.WithRandomizationFactor(0.5),
+		backoff.WithMaxInterval(r.cfg.MaxBackoff*2/3), // +50% jitter reaches MaxBackoff
+		backoff.WithMaxElapsedTime(0),                 // never give up
+	)
+}
+
+// sleep waits d, or until wake (when not nil) fires or ctx ends; it
+// reports whether ctx is still live.
+func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-wake:
+	case <-t.C:
+	}
+	return true
+}
+
+func (r *Replayer) setError(err error) {
+	r.mu.Lock()
+	r.st.LastError = hint(err)
+	r.mu.Unlock()
+}
+
+func (r *Replayer) clearError() {
+	r.mu.Lock()
+	r.st.LastError = ""
+	r.mu.Unlock()
+}
+
+// synced records n rows acked (0: the outbox was found empty).
+func (r *Replayer) synced(n int) {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.st.LastSyncAt = &now
+	if n > 0 {
+		r.rate.add(now, n)
+		r.st.Acked += uint64(n)
+	}
+}
+
+// rateWindow counts events in one-second buckets over the last minute.
+type rateWindow struct {
+	buckets [60]struct {
+		sec int64
+		n   int64
+	}
+}
+
+func (w *rateWindow) add(now time.Time, n int) {
+	s := now.Unix()
+	b := &w.buckets[s%60]
+	if b.sec != s {
+		b.sec, b.n = s, 0
+	}
+	b.n += int64(n)
+}
+
+// perSec is the rate over the last minute, or since start when younger.
+func (w *rateWindow) perSec(now, start time.Time) float64 {
+	s := now.Unix()
+	var sum int64
+	for _, b := range w.buckets {
+		if b.sec <= s && s-b.sec < 60 {
+			sum += b.n
+		}
+	}
+	span := min(now.Sub(start).Seconds(), 60)
+	if span < 1 {
+		span = 1
+	}
+	return float64(sum) / span
+}
