@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/lua"
 	"github.com/redis/go-redis/v9"
 )
@@ -57,7 +58,19 @@ func percentile(lat []time.Duration, p float64) time.Duration {
 // both throughputs, their ratio (allow/raw, goal ≥ 0.6) and Allow's
 // p50/p99 latency.
 func BenchmarkAllowVsRawScript(b *testing.B) {
-	_, rdb := startRedis(b)
+	for _, ctxTimeout := range []bool{false, true} {
+		name := "client=default"
+		if ctxTimeout {
+			name = "client=ContextTimeoutEnabled"
+		}
+		b.Run(name, func(b *testing.B) { benchAllowVsRaw(b, ctxTimeout) })
+	}
+}
+
+func benchAllowVsRaw(b *testing.B, ctxTimeout bool) {
+	r := testenv.StartRedisSingle(b)
+	rdb := redis.NewClient(&redis.Options{Addr: r.NodeAddr(0), ContextTimeoutEnabled: ctxTimeout})
+	b.Cleanup(func() { rdb.Close() })
 	ctx := context.Background()
 	l := newTestLimiter(b, rdb, Config{StoreID: "S001"}, nil)
 	script := lua.MustScript("ratelimit.lua")
@@ -144,8 +157,6 @@ func BenchmarkRedisBytesPerTerminal(b *testing.B) {
 			ActionRefund: {3, time.Hour}, ActionSync: {50, time.Hour}}, RedisTimeout: 5 * time.Second}
 	l := newTestLimiter(b, rdb, cfg, nil)
 	var bytes int64
-	var c redis.UniversalClient = rdb
-	_ = c
 	for i := 0; b.Loop(); i++ {
 		id := term(i)
 		fillTerminal(b, l, id)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 )
 
 // When Redis stops answering (frozen: requests time out; killed:
@@ -21,68 +22,87 @@ func TestFallback(t *testing.T) {
 		{"frozen (SIGSTOP)", (*testenv.Redis).StopAll, (*testenv.Redis).ContAll},
 		{"killed", func(r *testenv.Redis) { r.KillNode(0) }, func(r *testenv.Redis) { r.RestartNode(0) }},
 	}
+	clients := []struct {
+		name string
+		new  func(t *testing.T, r *testenv.Redis) *redis.Client
+	}{
+		// go-redis ignores context deadlines: the limiter stops waiting.
+		{"default client", func(t *testing.T, r *testenv.Redis) *redis.Client { return r.NodeClient(0) }},
+		// the client itself gives up at the deadline.
+		{"ContextTimeoutEnabled client", func(t *testing.T, r *testenv.Redis) *redis.Client {
+			c := redis.NewClient(&redis.Options{Addr: r.NodeAddr(0), ContextTimeoutEnabled: true, MaxRetries: -1})
+			t.Cleanup(func() { c.Close() })
+			return c
+		}},
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			r, rdb := startRedis(t)
-			clk := newFakeClock()
-			cfg := testConfig()
-			cfg.Actions[ActionPay] = Policy{4, 10 * time.Second}
-			cfg.Actions[ActionSync] = Policy{50, 90 * time.Second} // the longest window: the hold
-			cfg.RedisTimeout = time.Second
-			cfg.Now = clk.Now
-			reg := prometheus.NewRegistry()
-			l := newTestLimiter(t, rdb, cfg, reg)
-			gauge := func() float64 { return metricValue(t, reg, "posedge_ratelimit_fallback_active", nil) }
-
-			if d := mustAllow(t, l, "T01", ActionPay); !d.Allowed || d.Fallback || l.FallbackActive() {
-				t.Fatalf("with Redis up: %+v, fallback %v", d, l.FallbackActive())
-			}
-			tt.fault(r)
-			// The promotion must not scale the fallback; the local limiter
-			// allows floor(4 × 0.5) = 2 pays per 10 s on the injected clock.
-			for i, want := range []bool{true, true, false} {
-				d := mustAllow(t, l, "T01", ActionPay)
-				if d.Allowed != want || !d.Fallback || d.Policy != "pay" || d.Limit != 2 {
-					t.Fatalf("pay %d with Redis down: %+v, want allowed=%v by the local limiter", i, d, want)
-				}
-			}
-			if d := mustAllow(t, l, "T01", ""); !d.Allowed || !d.Fallback || d.Limit != 50 || d.Remaining != 47 {
-				t.Fatalf("terminal level on the local limiter: %+v, want 3 of 50 used", d)
-			}
-			if d, err := l.AllowStoreSync(context.Background()); err != nil || !d.Allowed || !d.Fallback || d.Limit != 25 {
-				t.Fatalf("store sync on the local limiter: %+v %v", d, err)
-			}
-			if !l.FallbackActive() || gauge() != 1 {
-				t.Fatalf("FallbackActive %v, gauge %v while Redis is down", l.FallbackActive(), gauge())
-			}
-			clk.Advance(10 * time.Second) // the local pay window slides on the injected clock
-			if d := mustAllow(t, l, "T01", ActionPay); !d.Allowed || !d.Fallback {
-				t.Fatalf("pay after the local window: %+v", d)
-			}
-
-			tt.recover(r)
-			var back time.Time
-			testenv.WaitFor(t, 20*time.Second, "a probe to see Redis again", func() bool {
-				clk.Advance(probeEvery)
-				mustAllow(t, l, "T09", ActionScan)
-				var ok bool
-				back, ok = l.recovered()
-				return ok
+		for _, cl := range clients {
+			t.Run(tt.name+", "+cl.name, func(t *testing.T) {
+				r := testenv.StartRedisSingle(t)
+				testFallback(t, r, cl.new(t, r), tt.fault, tt.recover)
 			})
-			// Redis answers, but the store stays on the local limiter for
-			// one full window rather than getting a fresh quota.
-			if d := mustAllow(t, l, "T01", ActionPay); !d.Fallback || !l.FallbackActive() {
-				t.Fatalf("right after Redis returned: %+v, want the local limiter", d)
-			}
-			clk.Advance(back.Add(90*time.Second).Sub(clk.Now()) - time.Millisecond)
-			if d := mustAllow(t, l, "T02", ""); !d.Fallback {
-				t.Fatalf("just before the hold ends: %+v, want the local limiter", d)
-			}
-			clk.Advance(time.Millisecond)
-			if d := mustAllow(t, l, "T02", ""); d.Fallback || l.FallbackActive() || gauge() != 0 {
-				t.Fatalf("after the hold: %+v, fallback %v, gauge %v; want Redis deciding", d, l.FallbackActive(), gauge())
-			}
-		})
+		}
+	}
+}
+
+func testFallback(t *testing.T, r *testenv.Redis, rdb *redis.Client, fault, recover func(*testenv.Redis)) {
+	clk := newFakeClock()
+	cfg := testConfig()
+	cfg.Actions[ActionPay] = Policy{4, 10 * time.Second}
+	cfg.Actions[ActionSync] = Policy{50, 90 * time.Second} // the longest window: the hold
+	cfg.RedisTimeout = time.Second
+	cfg.Now = clk.Now
+	reg := prometheus.NewRegistry()
+	l := newTestLimiter(t, rdb, cfg, reg)
+	gauge := func() float64 { return metricValue(t, reg, "posedge_ratelimit_fallback_active", nil) }
+
+	if d := mustAllow(t, l, "T01", ActionPay); !d.Allowed || d.Fallback || l.FallbackActive() {
+		t.Fatalf("with Redis up: %+v, fallback %v", d, l.FallbackActive())
+	}
+	fault(r)
+	// The promotion must not scale the fallback; the local limiter
+	// allows floor(4 × 0.5) = 2 pays per 10 s on the injected clock.
+	for i, want := range []bool{true, true, false} {
+		d := mustAllow(t, l, "T01", ActionPay)
+		if d.Allowed != want || !d.Fallback || d.Policy != "pay" || d.Limit != 2 {
+			t.Fatalf("pay %d with Redis down: %+v, want allowed=%v by the local limiter", i, d, want)
+		}
+	}
+	if d := mustAllow(t, l, "T01", ""); !d.Allowed || !d.Fallback || d.Limit != 50 || d.Remaining != 47 {
+		t.Fatalf("terminal level on the local limiter: %+v, want 3 of 50 used", d)
+	}
+	if d, err := l.AllowStoreSync(context.Background()); err != nil || !d.Allowed || !d.Fallback || d.Limit != 25 {
+		t.Fatalf("store sync on the local limiter: %+v %v", d, err)
+	}
+	if !l.FallbackActive() || gauge() != 1 {
+		t.Fatalf("FallbackActive %v, gauge %v while Redis is down", l.FallbackActive(), gauge())
+	}
+	clk.Advance(10 * time.Second) // the local pay window slides on the injected clock
+	if d := mustAllow(t, l, "T01", ActionPay); !d.Allowed || !d.Fallback {
+		t.Fatalf("pay after the local window: %+v", d)
+	}
+
+	recover(r)
+	var back time.Time
+	testenv.WaitFor(t, 20*time.Second, "a probe to see Redis again", func() bool {
+		clk.Advance(probeEvery)
+		mustAllow(t, l, "T09", ActionScan)
+		var ok bool
+		back, ok = l.recovered()
+		return ok
+	})
+	// Redis answers, but the store stays on the local limiter for
+	// one full window rather than getting a fresh quota.
+	if d := mustAllow(t, l, "T01", ActionPay); !d.Fallback || !l.FallbackActive() {
+		t.Fatalf("right after Redis returned: %+v, want the local limiter", d)
+	}
+	clk.Advance(back.Add(90*time.Second).Sub(clk.Now()) - time.Millisecond)
+	if d := mustAllow(t, l, "T02", ""); !d.Fallback {
+		t.Fatalf("just before the hold ends: %+v, want the local limiter", d)
+	}
+	clk.Advance(time.Millisecond)
+	if d := mustAllow(t, l, "T02", ""); d.Fallback || l.FallbackActive() || gauge() != 0 {
+		t.Fatalf("after the hold: %+v, fallback %v, gauge %v; want Redis deciding", d, l.FallbackActive(), gauge())
 	}
 }
 

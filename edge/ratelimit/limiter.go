@@ -74,6 +74,7 @@ type Limiter struct {
 	nonce    string
 	seq      atomic.Uint64
 	hold     time.Duration // longest window: how long to stay local after Redis returns
+	direct   bool          // the client honours context deadlines itself
 	m        *metrics
 	local    *localLimiter
 	fb       fallbackState
@@ -119,6 +120,9 @@ func New(rdb redis.UniversalClient, cfg Config, log *slog.Logger, reg prometheus
 		prefix: keyPrefix(cfg.StoreID),
 		nonce:  hex.EncodeToString(nb[:]) + ".",
 		m:      m,
+	}
+	if o, ok := rdb.(interface{ Options() *redis.Options }); ok && o.Options().ContextTimeoutEnabled {
+		l.direct = true
 	}
 	l.promoKey = l.prefix + "promo"
 	l.store = l.newLevel(levelStore, "store", l.prefix+"rl:s", cfg.Store, "")
@@ -254,13 +258,24 @@ func (l *Limiter) remote(ctx context.Context, lv []level) (Decision, int, error)
 	}, i, nil
 }
 
-// withDeadline runs fn with Config.RedisTimeout as deadline and returns
-// when it passes even if the client does not honour context deadlines
-// (go-redis ignores them unless ContextTimeoutEnabled): the call then ends
-// in the background at the client's own read timeout.
+// withDeadline runs fn with Config.RedisTimeout as deadline. go-redis
+// ignores context deadlines unless the client was built with
+// ContextTimeoutEnabled (a *redis.Client or failover client with it is
+// called directly, the cheapest path); for any other client fn runs in a
+// goroutine and withDeadline returns when the deadline passes, the call
+// ending in the background at the client's own read timeout.
 func (l *Limiter) withDeadline(ctx context.Context, fn func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
+	if l.direct {
+		if err := fn(ctx); err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return fmt.Errorf("%w (%w)", cerr, err)
+			}
+			return err
+		}
+		return nil
+	}
 	done := make(chan error, 1)
 	go func() { done <- fn(ctx) }()
 	select {

@@ -1,0 +1,356 @@
+package testenv
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	_ "modernc.org/sqlite" // the HQ database is read as SQLite
+)
+
+// BuildBinaries builds posedge and posedge-hq into dir (once per test
+// binary: call it from TestMain) and returns dir.
+func BuildBinaries(dir string) error {
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		return fmt.Errorf("find module root: %w", err)
+	}
+	for _, pkg := range []string{"posedge", "posedge-hq"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg), "./cmd/"+pkg)
+		cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return nil
+}
+
+// StoreOptions tune a whole store.
+type StoreOptions struct {
+	Bin       string // dir holding posedge and posedge-hq (BuildBinaries)
+	Terminals int    // default 4
+	Limits    string // YAML lines under "limits:", indented two spaces; empty = contract defaults
+	BatchSize int    // hq.batch_size, default 500
+	Extra     string // more top-level YAML for posedge.yaml
+	NoHQ      bool   // no posedge-hq process
+}
+
+// Store is a whole store on loopback: a Redis Sentinel topology, NATS with
+// JetStream, posedge-hq and posedge as real processes.
+type Store struct {
+	t         testing.TB
+	Dir       string
+	StoreID   string
+	Redis     *Redis
+	NATS      *NATS
+	HQ        *Proc
+	HQDB      string
+	HQAdmin   string
+	Edge      *Proc
+	EdgeURL   string
+	AdminURL  string
+	Config    string
+	Terminals []string
+	Keys      map[string]string
+	Bin       string
+	client    *http.Client
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// StartStore starts the store and waits until posedge is ready.
+func StartStore(t testing.TB, o StoreOptions) *Store {
+	t.Helper()
+	if o.Terminals == 0 {
+		o.Terminals = 4
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 500
+	}
+	s := &Store{t: t, Dir: t.TempDir(), StoreID: "S" + randHex(3), Keys: map[string]string{}, Bin: o.Bin,
+		client: &http.Client{Timeout: 15 * time.Second}}
+	s.Redis = StartRedis(t, RedisOptions{})
+	s.NATS = StartNATS(t)
+	t.Cleanup(s.Close)
+	if !o.NoHQ {
+		s.startHQ()
+	}
+	s.writeConfig(o)
+	s.Edge = &Proc{Name: "posedge", Args: []string{filepath.Join(s.Bin, "posedge"), "run", "--config", s.Config},
+		Log: filepath.Join(s.Dir, "posedge.log")}
+	s.StartEdge()
+	return s
+}
+
+func (s *Store) startHQ() {
+	s.HQDB = filepath.Join(s.Dir, "hq.db")
+	s.HQAdmin = fmt.Sprintf("127.0.0.1:%d", FreePort(s.t))
+	conf := filepath.Join(s.Dir, "hq.yaml")
+	body := fmt.Sprintf("nats_url: %q\nstream: \"POS_TXN\"\nsubject_prefix: \"pos.txn\"\ndatabase: \"sqlite://%s\"\nadmin:\n  listen: %q\n",
+		s.NATS.URL(), s.HQDB, s.HQAdmin)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	s.HQ = &Proc{Name: "posedge-hq", Args: []string{filepath.Join(s.Bin, "posedge-hq"), "run", "--config", conf},
+		Log: filepath.Join(s.Dir, "hq.log")}
+	s.StartHQ()
+}
+
+// StartHQ (re)starts posedge-hq and waits for its /healthz.
+func (s *Store) StartHQ() {
+	s.HQ.Start(s.t)
+	WaitFor(s.t, 30*time.Second, "posedge-hq /healthz", func() bool {
+		r, err := s.client.Get("http://" + s.HQAdmin + "/healthz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
+}
+
+func (s *Store) writeConfig(o StoreOptions) {
+	edgePort, adminPort := FreePort(s.t), FreePort(s.t)
+	s.EdgeURL = fmt.Sprintf("http://127.0.0.1:%d", edgePort)
+	s.AdminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
+	var terms strings.Builder
+	for i := 1; i <= o.Terminals; i++ {
+		id := fmt.Sprintf("T%02d", i)
+		key := randHex(16)
+		sum := sha256.Sum256([]byte(key))
+		s.Terminals = append(s.Terminals, id)
+		s.Keys[id] = key
+		fmt.Fprintf(&terms, "  - {id: %q, key_sha256: %q}\n", id, hex.EncodeToString(sum[:]))
+	}
+	limits := ""
+	if o.Limits != "" {
+		limits = "limits:\n" + o.Limits
+	}
+	var sents []string
+	for _, a := range s.Redis.SentinelAddrs() {
+		sents = append(sents, fmt.Sprintf("%q", a))
+	}
+	s.Config = filepath.Join(s.Dir, "posedge.yaml")
+	cfg := fmt.Sprintf(`store_id: %q
+timezone: "UTC"
+listen: "127.0.0.1:%d"
+admin: {listen: "127.0.0.1:%d"}
+redis: {sentinels: [%s], master_name: %q, min_replicas_ack: 1}
+journal: {path: %q}
+hq: {nats_url: %q, batch_size: %d}
+log: {level: "debug"}
+terminals:
+%s%s
+%s`, s.StoreID, edgePort, adminPort, strings.Join(sents, ", "), MasterName, filepath.Join(s.Dir, "journal.db"),
+		s.NATS.URL(), o.BatchSize, terms.String(), limits, o.Extra)
+	if err := os.WriteFile(s.Config, []byte(cfg), 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+// StartEdge (re)starts posedge and waits for /readyz.
+func (s *Store) StartEdge() {
+	s.t.Helper()
+	s.Edge.Start(s.t)
+	WaitFor(s.t, 30*time.Second, "posedge /readyz", func() bool {
+		r, err := s.client.Get(s.AdminURL + "/readyz")
+		if err != nil {
+			return false
+		}
+		r.Body.Close()
+		return r.StatusCode == 200
+	})
+}
+
+// Close stops the processes of the store; Redis and NATS stop with their
+// own cleanups. Logs of a failed test are attached.
+func (s *Store) Close() {
+	for _, p := range []*Proc{s.Edge, s.HQ} {
+		if p != nil {
+			p.Kill()
+		}
+	}
+	if s.t.Failed() {
+		for _, p := range []*Proc{s.Edge, s.HQ} {
+			if p != nil {
+				s.t.Logf("--- %s log tail:\n%s", p.Name, p.Tail(4000))
+			}
+		}
+	}
+}
+
+// Resp is one HTTP answer.
+type Resp struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	Err    error
+}
+
+// JSON decodes the body as an object.
+func (r Resp) JSON() map[string]any {
+	var m map[string]any
+	_ = json.Unmarshal(r.Body, &m)
+	return m
+}
+
+// Code is the error code of an error body, or "".
+func (r Resp) Code() string {
+	if e, ok := r.JSON()["error"].(map[string]any); ok {
+		s, _ := e["code"].(string)
+		return s
+	}
+	return ""
+}
+
+// Flow is the flow number of a sale or refund body, or "".
+func (r Resp) Flow() string {
+	f, _ := r.JSON()["flow_no"].(string)
+	return f
+}
+
+// Do sends one request; body may be nil, []byte, string or a value to
+// marshal as JSON.
+func (s *Store) Do(base, auth, method, path string, body any, hdr map[string]string) Resp {
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case []byte:
+		rd = bytes.NewReader(b)
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		j, _ := json.Marshal(b)
+		rd = bytes.NewReader(j)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		return Resp{Err: err}
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := s.client.Do(req)
+	if err != nil {
+		return Resp{Err: err}
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return Resp{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// T calls the terminal API as terminal id.
+func (s *Store) T(id, method, path string, body any, hdr map[string]string) Resp {
+	return s.Do(s.EdgeURL, s.Keys[id], method, path, body, hdr)
+}
+
+// Admin calls the admin API.
+func (s *Store) Admin(method, path string, body any) Resp {
+	return s.Do(s.AdminURL, "", method, path, body, nil)
+}
+
+// PutItem upserts an item through the admin API.
+func (s *Store) PutItem(barcode string, price, stock int64) {
+	s.t.Helper()
+	r := s.Admin("PUT", "/admin/v1/items/"+barcode, map[string]any{"name": "item " + barcode, "price_cents": price, "stock": stock})
+	if r.Status != 200 {
+		s.t.Fatalf("PUT item %s: %d %s %v", barcode, r.Status, r.Body, r.Err)
+	}
+}
+
+// SaleBody is a one-line cash sale.
+func SaleBody(barcode string, qty, price int64) map[string]any {
+	return map[string]any{"lines": []map[string]any{{"barcode": barcode, "qty": qty, "price_cents": price}},
+		"total_cents": qty * price, "tender": "cash"}
+}
+
+// Sale posts a one-line sale with an Idempotency-Key.
+func (s *Store) Sale(term, key, barcode string, qty, price int64) Resp {
+	return s.T(term, "POST", "/v1/sales", SaleBody(barcode, qty, price), map[string]string{"Idempotency-Key": key})
+}
+
+// HQRows reads the HQ database: flow_no → rows, and the net cents.
+func (s *Store) HQRows() (map[string]int, int64) {
+	s.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+s.HQDB+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT flow_no, total_cents, kind FROM transactions WHERE store_id = ?`, s.StoreID)
+	if err != nil {
+		return map[string]int{}, 0 // not created yet
+	}
+	defer rows.Close()
+	got := map[string]int{}
+	var sum int64
+	for rows.Next() {
+		var f, kind string
+		var c int64
+		if err := rows.Scan(&f, &c, &kind); err != nil {
+			s.t.Fatal(err)
+		}
+		got[f]++
+		if kind == "refund" {
+			sum -= c
+		} else {
+			sum += c
+		}
+	}
+	return got, sum
+}
+
+// WaitHQ waits until HQ holds every flow number in want and returns the
+// rows per flow number.
+func (s *Store) WaitHQ(want []string, d time.Duration) map[string]int {
+	s.t.Helper()
+	var got map[string]int
+	WaitFor(s.t, d, fmt.Sprintf("HQ to hold %d transactions", len(want)), func() bool {
+		got, _ = s.HQRows()
+		for _, f := range want {
+			if got[f] == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	return got
+}
+
+// JournalRows counts the journal's rows (read-only, beside the daemon).
+func (s *Store) JournalRows(where string, args ...any) int {
+	s.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(s.Dir, "journal.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	q := `SELECT COUNT(*) FROM txns`
+	if where != "" {
+		q += " WHERE " + where
+	}
+	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
+		s.t.Fatalf("journal query: %v", err)
+	}
+	return n
+}
