@@ -9,6 +9,9 @@
 #   DEMO_KEEP=1         keep everything running until Ctrl-C
 #
 # Ctrl-C stops everything the script started. Logs: .demo/logs/.
+
+# Functions called through traps and wait_for look unused to shellcheck.
+# shellcheck disable=SC2317
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,14 +121,12 @@ wait_for() {
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # http_ok PORT PATH: GET answers 200 (bash only: curl may be missing).
-http_ok() {
-	local code
-	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+http_ok() (
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
 	printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&3
-	read -r -t 2 _ code _ <&3 || true
-	exec 3>&-
+	read -r -t 2 _ code _ <&3 || exit 1
 	[ "$code" = 200 ]
-}
+)
 
 # --- what the machine needs --------------------------------------------
 
@@ -290,12 +291,13 @@ sim_rc=0
 "$BIN/posedge-sim" --url "http://127.0.0.1:$EDGE_PORT" --admin "http://127.0.0.1:$ADMIN_PORT" \
 	--keys "$(cat "$D/keys")" --duration "$DURATION" --rate "$RATE" --seed-items 20 2>&1 |
 	(trap '' INT && exec tee "$LOGS/sim.txt") || sim_rc=$?
+[ "$sim_rc" -ne 130 ] || exit 130 # Ctrl-C
 sold=$(awk '$1 == "sales" && $2 == "ok" {print $3}' "$LOGS/sim.txt")
 sold_cents=$(awk '$1 == "total" && $2 == "cents" {print $3}' "$LOGS/sim.txt")
 
 say "waiting for HQ to hold the ${sold:-?} sales"
 deadline=$((SECONDS + 30))
-while [ "$(hq_count transactions || echo -1)" != "${sold:-0}" ] && [ $SECONDS -lt $deadline ]; do
+while [ "$(hq_count transactions 2>/dev/null || echo -1)" != "${sold:-0}" ] && [ $SECONDS -lt $deadline ]; do
 	check_alive
 	sleep 0.5
 done

@@ -27,13 +27,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	go func() { <-ctx.Done(); stop() }()
 	err := run(ctx, os.Args[1:], os.Stdout)
+	interrupted := ctx.Err() != nil
 	stop()
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "posedge-sim:", err)
 		os.Exit(1)
+	case interrupted:
+		os.Exit(130) // as a shell reports Ctrl-C, so scripts stop too
 	}
 }
 

@@ -56,7 +56,10 @@ func testFallback(t *testing.T, r *testenv.Redis, rdb *redis.Client, fault, reco
 	l := newTestLimiter(t, rdb, cfg, reg)
 	gauge := func() float64 { return metricValue(t, reg, "posedge_ratelimit_fallback_active", nil) }
 
-	if d := mustAllow(t, l, "T01", ActionPay); !d.Allowed || d.Fallback || l.FallbackActive() {
+	if _, err := l.SetPromo(context.Background(), Promo{Coefficient: 2, SetBy: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	if d := mustAllow(t, l, "T01", ActionPay); !d.Allowed || d.Fallback || d.Limit != 8 || l.FallbackActive() {
 		t.Fatalf("with Redis up: %+v, fallback %v", d, l.FallbackActive())
 	}
 	fault(r)

@@ -130,7 +130,9 @@ func (r *Receiver) connect() (*nats.Conn, error) {
 			r.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			r.log.Warn("NATS disconnected", "err", err)
+			if err != nil { // nil: closed on purpose
+				r.log.Warn("NATS disconnected", "err", err)
+			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
 			r.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())

@@ -270,6 +270,12 @@ func (r *Replayer) Run(ctx context.Context) error {
 // is closed for good.
 func (r *Replayer) replay(ctx context.Context, l *link) {
 	retry := r.newBackoff()
+	var w *ackWrite // the previous batch's acks, being written
+	defer func() {
+		if err := r.finish(w); err != nil {
+			r.setError(err)
+		}
+	}()
 	for ctx.Err() == nil {
 		if l.nc.IsClosed() {
 			r.log.Warn("NATS connection closed; connecting again", "err", l.nc.LastError())
@@ -280,7 +286,9 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 			sleep(ctx, r.cfg.Idle, r.wake)
 			continue
 		}
-		n, err := r.batch(ctx, l)
+		var n int
+		var err error
+		n, w, err = r.batch(ctx, l, w)
 		switch {
 		case ctx.Err() != nil:
 			return

@@ -635,8 +635,7 @@ func hqHave(t testing.TB, nc *nats.Conn, js jetstream.JetStream) *sync.Map {
 }
 
 // TestOutageMidDrainStoresEachOnce: HQ's server dies while a backlog is
-// draining, with a batch in flight; after it is back every sale is
-// stored once (the have query and JetStream's duplicate window).
+// draining; after it is back every sale is stored once.
 func TestOutageMidDrainStoresEachOnce(t *testing.T) {
 	srv := testenv.StartNATS(t)
 	nc, js := hqConn(t, srv.URL())
@@ -660,4 +659,30 @@ func TestOutageMidDrainStoresEachOnce(t *testing.T) {
 	st := r.Status()
 	t.Logf("backlog at the outage %d, published %v for %d rows, confirmed by HQ %d",
 		left, metric(t, reg, "posedge_replay_published_total"), rows, st.Confirmed)
+}
+
+// TestAckTimeoutIsAmbiguous: acks that come too late leave the rows
+// unsynced; they are never marked done on a timeout, but resent with
+// the same Nats-Msg-Id or confirmed by HQ's have query, and stored once.
+func TestAckTimeoutIsAmbiguous(t *testing.T) {
+	srv := testenv.StartNATS(t)
+	nc, js := hqConn(t, srv.URL())
+	createStream(t, js)
+	held := hqHave(t, nc, js)
+	j := openJournal(t)
+	appendSales(t, j, 1, 30)
+	cfg := testConfig(srv.URL())
+	cfg.AckTimeout = time.Microsecond // every ack arrives after the client gave up
+	r, reg := run(t, cfg, j, nil)
+	testenv.WaitFor(t, wait, "backlog drained", func() bool { return backlog(t, j) == 0 })
+	checkStoredOnce(t, js, j, 1, 30)
+	st := r.Status()
+	if st.Confirmed == 0 || metric(t, reg, "posedge_replay_publish_errors_total", "kind", errTimeout) == 0 {
+		t.Fatalf("status %+v: expected timeouts and HQ confirmations", st)
+	}
+	n := 0
+	held.Range(func(any, any) bool { n++; return true })
+	if n != 30 {
+		t.Fatalf("HQ saw %d messages", n)
+	}
 }

@@ -1,0 +1,168 @@
+package hq_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/wire"
+)
+
+// BenchmarkIngest compares posedge-hq's ingest (JetStream pull, decode,
+// one transaction per batch, acks) with a raw batched insert of the same
+// rows into the same database, one op being one row. Reported: hq_rows/s,
+// raw_rows/s and their ratio (goal ≥ 0.5). For stable figures:
+//
+//	go test -run '^$' -bench Ingest -benchtime 50000x ./sync/hq/
+func BenchmarkIngest(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		benchIngest(b, func(b *testing.B) string { return "sqlite://" + filepath.Join(b.TempDir(), "hq.db") }, rawSQLite)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		pg := testenv.StartPostgres(b)
+		benchIngest(b, func(b *testing.B) string { return pg.NewDatabase(b) }, rawPostgres)
+	})
+}
+
+const benchBatch = 256
+
+func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
+	n := b.N
+	msgs := make([]hq.Msg, n)
+	now := time.Now()
+	for i := range msgs {
+		store := fmt.Sprintf("S%03d", i%10)
+		msgs[i] = sale{store: store, flow: fmt.Sprint(i/10 + 1), cents: int64(i), terminal: fmt.Sprintf("T%02d", i%7), created: now}.msg(b, now)
+	}
+	rawDur := raw(b, newDSN(b), msgs)
+
+	nt := testenv.StartNATS(b)
+	_, js := connect(b, nt.URL())
+	cfg := hq.DefaultConfig()
+	cfg.NATSURL, cfg.Database, cfg.BatchSize = nt.URL(), newDSN(b), benchBatch
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: cfg.Stream, Subjects: []string{cfg.SubjectPrefix + ".>"},
+		Storage: jetstream.FileStorage, Duplicates: cfg.DuplicateWindow}); err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range msgs {
+		if _, err := js.PublishMsgAsync(txnMsg(m.StoreID, wire.MsgID(m.StoreID, m.Txn.FlowNo), m.Body)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-js.PublishAsyncComplete()
+
+	log := testLogger(b)
+	store, err := hq.OpenStore(ctx, cfg.Database, hq.StoreOptions{Logger: log})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	metrics := hq.NewMetrics(store, "bench", log)
+	recv := hq.NewReceiver(cfg, store, metrics, log, "")
+	done := make(chan error, 1)
+	b.ResetTimer()
+	go func() { done <- recv.Run(ctx) }()
+	for recv.Ready() != nil {
+		time.Sleep(time.Millisecond)
+	}
+	start := time.Now()
+	deadline := start.Add(10 * time.Minute)
+	for metrics.Counts().Ingested < float64(n) {
+		if time.Now().After(deadline) {
+			b.Fatalf("ingested %v of %d", metrics.Counts().Ingested, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	hqDur := time.Since(start)
+	b.StopTimer()
+	cancel()
+	<-done
+
+	hqRate, rawRate := float64(n)/hqDur.Seconds(), float64(n)/rawDur.Seconds()
+	b.ReportMetric(hqRate, "hq_rows/s")
+	b.ReportMetric(rawRate, "raw_rows/s")
+	b.ReportMetric(hqRate/rawRate, "ratio")
+}
+
+// rawTable is the contract's transactions table and nothing else.
+const rawTable = `CREATE TABLE transactions (
+	store_id TEXT NOT NULL, flow_no TEXT NOT NULL, terminal_id TEXT NOT NULL, kind TEXT NOT NULL,
+	total_cents %s NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL, received_at TEXT NOT NULL,
+	PRIMARY KEY (store_id, flow_no))`
+
+// rawSQLite inserts msgs in transactions of benchBatch rows with one
+// prepared statement, with the pragmas posedge-hq uses.
+func rawSQLite(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
+	u, _ := hq.ParseDatabaseURL(dsn)
+	db, err := sql.Open("sqlite", hq.SQLiteDSN(u.Path))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(fmt.Sprintf(rawTable, "INTEGER")); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for lo := 0; lo < len(msgs); lo += benchBatch {
+		tx, err := db.Begin()
+		if err != nil {
+			b.Fatal(err)
+		}
+		st, err := tx.Prepare(`INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, m := range msgs[lo:min(lo+benchBatch, len(msgs))] {
+			if _, err := st.Exec(m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Txn.TotalCents,
+				m.Txn.CreatedAt, string(m.Body), m.ReceivedAt.Format(time.RFC3339Nano)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		st.Close()
+		if err := tx.Commit(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
+
+// rawPostgres inserts msgs in transactions of benchBatch rows, each one
+// multi-row INSERT from arrays.
+func rawPostgres(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf(rawTable, "BIGINT")); err != nil {
+		b.Fatal(err)
+	}
+	start := time.Now()
+	for lo := 0; lo < len(msgs); lo += benchBatch {
+		chunk := msgs[lo:min(lo+benchBatch, len(msgs))]
+		var s, f, t, k, ca, body, ra []string
+		var cents []int64
+		for _, m := range chunk {
+			s, f, t, k = append(s, m.StoreID), append(f, m.Txn.FlowNo), append(t, m.Txn.TerminalID), append(k, m.Txn.Kind)
+			cents, ca = append(cents, m.Txn.TotalCents), append(ca, m.Txn.CreatedAt)
+			body, ra = append(body, string(m.Body)), append(ra, m.ReceivedAt.Format(time.RFC3339Nano))
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO transactions SELECT * FROM unnest($1::text[], $2::text[], $3::text[],
+			$4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])`, s, f, t, k, cents, ca, body, ra); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return time.Since(start)
+}
