@@ -120,8 +120,8 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 
 	// Recovery before serving terminals: sales a crash left in Redis only
 	// are journaled, Redis's sequence is raised past the journal's.
-	d.recover(ctx)
-	go d.ledger.Watch(ctx, 500*time.Millisecond)
+	runID := d.recover(ctx)
+	go d.ledger.Watch(ctx, 500*time.Millisecond, runID)
 	go func() {
 		if err := d.replay.Run(ctx); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("hq replay: %w", err)
@@ -159,24 +159,16 @@ func serve(s *http.Server, ln net.Listener, cert, key string) error {
 	return fmt.Errorf("serve %s: %w", s.Addr, err)
 }
 
-// recover runs the start-up recovery while Redis answers; when it does
-// not, the daemon starts in degraded mode and Watch recovers later.
-func (d *Daemon) recover(ctx context.Context) {
-	if err := d.ledger.Ping(ctx); err != nil {
-		d.log.Warn("redis unreachable at start: degraded mode", "err", err)
-		d.ledger.SetRedisDown(true)
-		return
-	}
-	if err := d.ledger.RaiseSequence(ctx); err != nil {
-		d.log.Warn("raise flow sequence", "err", err)
-	}
-	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+// recover runs the ledger's start-up recovery; when Redis is unreachable
+// the daemon starts in degraded mode and Watch recovers later.
+func (d *Daemon) recover(ctx context.Context) string {
+	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if n, err := d.ledger.RecoverOrphans(rctx); err != nil {
-		d.log.Warn("recovery scan", "err", err)
-	} else if n > 0 {
-		d.log.Warn("recovered sales a crash left in redis only", "count", n)
+	id, err := d.ledger.Start(rctx)
+	if err != nil {
+		d.log.Warn("start-up recovery incomplete: degraded mode until redis answers", "err", err)
 	}
+	return id
 }
 
 func (d *Daemon) readyErr(ctx context.Context) error {

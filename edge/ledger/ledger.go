@@ -61,6 +61,7 @@ type metrics struct {
 	journalSeconds prometheus.Histogram
 	degraded       prometheus.Gauge
 	recovered      prometheus.Counter
+	failovers      prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -79,9 +80,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 while Redis is unreachable or refuses writes and sales are journaled only."}),
 		recovered: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_recovered_sales_total",
 			Help: "Sales found applied in Redis but missing from the journal (a crash between the two), journaled late."}),
+		failovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_redis_master_changes_total",
+			Help: "Redis master changes seen (Sentinel failover or restart); each triggers a repair from the journal."}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered)
+		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered)
 	}
 	return m
 }

@@ -9,6 +9,64 @@ import (
 	"github.com/posedge/posedge/offline/journal"
 )
 
+// ReapplyWindow is how far back a Redis that lost writes is repaired from
+// the journal: far more than Sentinel failover or an AOF fsynced every
+// second can lose.
+const ReapplyWindow = 10 * time.Minute
+
+// ReapplyRecent re-applies to Redis every transaction journaled since
+// since whose effects Redis lacks (its idempotency record is gone: a
+// failover or restart lost the write). Those Redis still has are skipped
+// by the script, so running it is always safe. It returns how many it
+// had to apply.
+func (l *Ledger) ReapplyRecent(ctx context.Context, since time.Time) (int, error) {
+	applied := 0
+	var after int64
+	for {
+		txns, last, err := l.j.AppliedSince(ctx, since, after, 200)
+		if err != nil {
+			return applied, err
+		}
+		if len(txns) == 0 {
+			return applied, nil
+		}
+		after = last
+		for _, t := range txns {
+			ok, err := l.applyJournaled(ctx, t)
+			if err != nil {
+				return applied, err
+			}
+			if ok {
+				applied++
+				l.log.Warn("redis lacked a journaled transaction; applied it again", "flow_no", t.FlowNo)
+			}
+		}
+	}
+}
+
+// applyJournaled runs txn.lua in apply mode for a journaled transaction;
+// true when Redis lacked it and now has it.
+func (l *Ledger) applyJournaled(ctx context.Context, t journal.Txn) (bool, error) {
+	prefix := `{"flow_no":"` + t.FlowNo + `",`
+	a := txnArgs{mode: "apply_" + t.Kind, term: t.TerminalID, key: t.IdemKey, fp: t.Fingerprint, tender: t.Tender,
+		day: t.BusinessDay, hour: t.BusinessHour, total: t.TotalCents, bodyRest: strings.TrimPrefix(string(t.Body), prefix),
+		flow: t.FlowNo, refundOf: t.OriginalFlowNo}
+	for _, ln := range t.Lines {
+		a.lines = append(a.lines, scriptLine{barcode: ln.Barcode, qty: ln.Qty})
+	}
+	res, err := l.run(ctx, a)
+	if err != nil {
+		return false, fmt.Errorf("apply %s: %w", t.FlowNo, err)
+	}
+	if tag, _ := res[0].(string); tag != "ok" {
+		return false, nil
+	}
+	if n, _ := res[2].(int64); n > 0 {
+		l.metrics.negativeStock.Add(float64(n))
+	}
+	return true, nil
+}
+
 // ApplyDegraded applies journaled degraded-mode transactions to Redis
 // (stock, counters, idempotency record), each exactly once: txn.lua skips
 // a transaction whose record already exists. It returns how many it
@@ -24,22 +82,12 @@ func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 			return applied, nil
 		}
 		for _, t := range txns {
-			prefix := `{"flow_no":"` + t.FlowNo + `",`
-			a := txnArgs{mode: "apply_" + t.Kind, term: t.TerminalID, key: t.IdemKey, fp: t.Fingerprint, tender: t.Tender,
-				day: t.BusinessDay, hour: t.BusinessHour, total: t.TotalCents, bodyRest: strings.TrimPrefix(string(t.Body), prefix),
-				flow: t.FlowNo, refundOf: t.OriginalFlowNo}
-			for _, ln := range t.Lines {
-				a.lines = append(a.lines, scriptLine{barcode: ln.Barcode, qty: ln.Qty})
-			}
-			res, err := l.run(ctx, a)
+			ok, err := l.applyJournaled(ctx, t)
 			if err != nil {
-				return applied, fmt.Errorf("apply degraded %s: %w", t.FlowNo, err)
+				return applied, err
 			}
-			if tag, _ := res[0].(string); tag == "ok" {
+			if ok {
 				applied++
-				if n, _ := res[2].(int64); n > 0 {
-					l.metrics.negativeStock.Add(float64(n))
-				}
 			}
 			if err := l.j.MarkApplied(ctx, t.FlowNo); err != nil {
 				return applied, err
@@ -105,29 +153,72 @@ func (l *Ledger) RaiseSequence(ctx context.Context) error {
 if cur < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end return 1`, []string{l.k.seq()}, floor).Err()
 }
 
-// Watch keeps degraded mode in step with Redis: it pings every interval;
-// on failure it enters degraded mode, and once Redis answers again it
-// applies the degraded sales and only then leaves degraded mode.
-func (l *Ledger) Watch(ctx context.Context, every time.Duration) {
+// Repair brings Redis in line with the journal after it may have lost
+// writes: the flow sequence is raised past the journal's, recent journaled
+// transactions Redis lacks are applied again, degraded ones applied once.
+func (l *Ledger) Repair(ctx context.Context) error {
+	if err := l.RaiseSequence(ctx); err != nil {
+		return fmt.Errorf("raise flow sequence: %w", err)
+	}
+	if _, err := l.ReapplyRecent(ctx, l.now().Add(-ReapplyWindow)); err != nil {
+		return fmt.Errorf("re-apply recent transactions: %w", err)
+	}
+	if n, err := l.ApplyDegraded(ctx); err != nil {
+		return fmt.Errorf("apply degraded transactions: %w", err)
+	} else if n > 0 {
+		l.log.Info("applied degraded transactions to redis", "count", n)
+	}
+	return nil
+}
+
+// masterRunID identifies the Redis process serving as master: it changes
+// with a failover or a restart, both of which may lose recent writes.
+func (l *Ledger) masterRunID(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	info, err := l.rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return "", err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("INFO server without run_id")
+}
+
+// Watch keeps degraded mode in step with Redis. Every interval it checks
+// that the master takes writes; on failure it enters degraded mode. When
+// the master answers again, or a different master answers (failover,
+// restart), it repairs Redis from the journal and only then leaves
+// degraded mode.
+func (l *Ledger) Watch(ctx context.Context, every time.Duration, knownRunID string) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	runID := knownRunID
 	for {
-		if err := l.Ping(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
+		err := l.Ping(ctx)
+		var id string
+		if err == nil {
+			id, err = l.masterRunID(ctx)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
 			l.SetRedisDown(true)
-		} else if l.Degraded() || l.hasUnapplied(ctx) {
-			if err := l.RaiseSequence(ctx); err != nil {
-				l.log.Warn("raise flow sequence", "err", err)
-			} else if n, err := l.ApplyDegraded(ctx); err != nil {
-				l.log.Warn("apply degraded sales", "applied", n, "err", err)
-			} else {
-				if n > 0 {
-					l.log.Info("applied degraded sales to redis", "count", n)
-				}
-				l.SetRedisDown(false)
+		case id != runID || l.Degraded() || l.hasUnapplied(ctx):
+			if id != runID && runID != "" {
+				l.log.Warn("redis master changed (failover or restart): repairing it from the journal", "run_id", id)
+				l.metrics.failovers.Inc()
 			}
+			if err := l.Repair(ctx); err != nil {
+				l.log.Warn("repair redis from the journal", "err", err)
+				break
+			}
+			runID = id
+			l.SetRedisDown(false)
 		}
 		select {
 		case <-ctx.Done():
@@ -135,6 +226,32 @@ func (l *Ledger) Watch(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// Start runs the start-up recovery: sales a crash left in Redis only are
+// journaled, then Redis is repaired from the journal. It returns the
+// master's run id for Watch, or an error when Redis is unreachable (the
+// daemon then starts degraded and Watch repairs later).
+func (l *Ledger) Start(ctx context.Context) (string, error) {
+	if err := l.Ping(ctx); err != nil {
+		l.SetRedisDown(true)
+		return "", err
+	}
+	id, err := l.masterRunID(ctx)
+	if err != nil {
+		l.SetRedisDown(true)
+		return "", err
+	}
+	if n, err := l.RecoverOrphans(ctx); err != nil {
+		return "", fmt.Errorf("recovery scan: %w", err)
+	} else if n > 0 {
+		l.log.Warn("journaled sales a crash left in redis only", "count", n)
+	}
+	if err := l.Repair(ctx); err != nil {
+		l.SetRedisDown(true)
+		return "", err
+	}
+	return id, nil
 }
 
 func (l *Ledger) hasUnapplied(ctx context.Context) bool {

@@ -395,3 +395,32 @@ func (j *Journal) HasUnapplied(ctx context.Context) (bool, error) {
 	}
 	return b, nil
 }
+
+// AppliedSince lists, oldest first, transactions Redis was told of (normal
+// and recovered modes, and degraded ones already applied) journaled at or
+// after since: what a Redis that lost its last writes (failover, restart
+// from an AOF missing its last second) may lack. afterFlow pages.
+func (j *Journal) AppliedSince(ctx context.Context, since time.Time, afterRowID int64, limit int) ([]Txn, int64, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT rowid FROM txns WHERE applied = 1 AND journaled_at >= ? AND rowid > ?
+		ORDER BY rowid LIMIT ?`, ts(since), afterRowID, limit)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read journal: %w", err)
+	}
+	var ids []any
+	last := afterRowID
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		ids = append(ids, id)
+		last = id
+	}
+	rows.Close()
+	if len(ids) == 0 {
+		return nil, last, nil
+	}
+	txns, err := j.list(ctx, `rowid IN (?`+strings.Repeat(",?", len(ids)-1)+`) ORDER BY rowid`, ids...)
+	return txns, last, err
+}

@@ -18,6 +18,7 @@ type Readiness interface {
 // NewAdminHandler serves posedge-hq's admin API:
 //
 //	GET /healthz                             200 once NATS, the stream and the tables are there, else 503
+//	GET /readyz                              the same
 //	GET /metrics                             Prometheus text format
 //	GET /v1/stores/{store_id}/watermark      the store's high-water mark (zeros for an unknown store)
 //	GET /v1/completeness                     days whose manifests differ from the stored rows, silent stores
@@ -25,6 +26,7 @@ func NewAdminHandler(store Store, recv Readiness, metrics *Metrics, log *slog.Lo
 	a := &admin{store: store, recv: recv, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", a.healthz)
+	mux.HandleFunc("GET /readyz", a.healthz)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
 	mux.HandleFunc("GET /v1/stores/{store_id}/watermark", a.watermark)
 	mux.HandleFunc("GET /v1/completeness", a.completeness)

@@ -34,14 +34,58 @@ func BenchmarkIngest(b *testing.B) {
 
 const benchBatch = 256
 
-func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
-	n := b.N
+// BenchmarkInsertBatch is the database side alone: Store.InsertBatch in
+// batches of 256 against the raw batched insert of the same rows.
+func BenchmarkInsertBatch(b *testing.B) {
+	b.Run("sqlite", func(b *testing.B) {
+		benchInsertBatch(b, func(b *testing.B) string { return "sqlite://" + filepath.Join(b.TempDir(), "hq.db") }, rawSQLite)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		pg := testenv.StartPostgres(b)
+		benchInsertBatch(b, func(b *testing.B) string { return pg.NewDatabase(b) }, rawPostgres)
+	})
+}
+
+func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
+	msgs := benchMsgs(b, b.N)
+	rawDur := raw(b, newDSN(b), msgs)
+	store, err := hq.OpenStore(context.Background(), newDSN(b), hq.StoreOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	b.ResetTimer()
+	start := time.Now()
+	for lo := 0; lo < len(msgs); lo += benchBatch {
+		if _, err := store.InsertBatch(context.Background(), msgs[lo:min(lo+benchBatch, len(msgs))]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	d := time.Since(start)
+	b.StopTimer()
+	storeRate, rawRate := float64(len(msgs))/d.Seconds(), float64(len(msgs))/rawDur.Seconds()
+	b.ReportMetric(storeRate, "store_rows/s")
+	b.ReportMetric(rawRate, "raw_rows/s")
+	b.ReportMetric(storeRate/rawRate, "ratio")
+}
+
+// benchMsgs are n sales of ten stores replaying at once, each in runs of
+// 500 (the edge's hq.batch_size), seven terminals per store.
+func benchMsgs(b *testing.B, n int) []hq.Msg {
 	msgs := make([]hq.Msg, n)
 	now := time.Now()
+	flows := map[string]int{}
 	for i := range msgs {
-		store := fmt.Sprintf("S%03d", i%10)
-		msgs[i] = sale{store: store, flow: fmt.Sprint(i/10 + 1), cents: int64(i), terminal: fmt.Sprintf("T%02d", i%7), created: now}.msg(b, now)
+		store := fmt.Sprintf("S%03d", (i/500)%10)
+		flows[store]++
+		msgs[i] = sale{store: store, flow: fmt.Sprint(flows[store]), cents: int64(i), terminal: fmt.Sprintf("T%02d", i%7), created: now}.msg(b, now)
 	}
+	return msgs
+}
+
+func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
+	n := b.N
+	msgs := benchMsgs(b, n)
 	rawDur := raw(b, newDSN(b), msgs)
 
 	nt := testenv.StartNATS(b)

@@ -251,13 +251,13 @@ func (c *Config) validate(v *validator) {
 		for _, u := range strings.Split(c.NATSURL, ",") {
 			pu, err := url.Parse(strings.TrimSpace(u))
 			if err != nil || pu.Host == "" {
-				v.add("nats_url", c.NATSURL, errors.New(`not a NATS URL (e.g. "nats://hq.example:4222")`))
+				v.add("nats_url", redactNATSURL(c.NATSURL), errors.New(`not a NATS URL (e.g. "nats://hq.example:4222")`))
 				break
 			}
 			switch pu.Scheme {
 			case "nats", "tls", "ws", "wss":
 			default:
-				v.add("nats_url", c.NATSURL, fmt.Errorf("unsupported scheme %q: use nats://, tls://, ws:// or wss://", pu.Scheme))
+				v.add("nats_url", redactNATSURL(c.NATSURL), fmt.Errorf("unsupported scheme %q: use nats://, tls://, ws:// or wss://", pu.Scheme))
 			}
 		}
 	}
@@ -358,4 +358,17 @@ var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):
 // redactURL hides a password in a database URL before it is printed.
 func redactURL(s string) string {
 	return userinfoPassword.ReplaceAllString(s, "${1}:xxxxx@")
+}
+
+// natsUserinfo matches the user info of a NATS URL: a user and password
+// or a token, secret either way.
+var natsUserinfo = regexp.MustCompile(`^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@`)
+
+// redactNATSURL hides the credentials in a (comma-separated) NATS URL.
+func redactNATSURL(s string) string {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		parts[i] = natsUserinfo.ReplaceAllString(p, "${1}xxxxx@")
+	}
+	return strings.Join(parts, ",")
 }

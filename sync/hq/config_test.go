@@ -78,6 +78,7 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"postgres password not printed", base + "database: \"postgres://hq:hunter2@db:x/hq\"\n", []string{"database", "xxxxx"}},
 		{"missing nats_url", "stream: POS\n", []string{"nats_url", "required"}},
 		{"bad nats_url", "nats_url: \"http://x:1\"\n", []string{"nats_url", "unsupported scheme"}},
+		{"nats credentials not printed", "nats_url: \"http://u:hunter2@x:1\"\n", []string{"nats_url", "xxxxx@x:1"}},
 		{"batch size", base + "batch_size: 0\n", []string{"batch_size", "between 1 and"}},
 		{"batch size not a number", base + "batch_size: lots\n", []string{"batch_size", "not a whole number"}},
 		{"stream name", base + "stream: \"POS.TXN\"\n", []string{"stream", "[A-Za-z0-9_-]"}},

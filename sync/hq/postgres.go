@@ -28,7 +28,16 @@ var postgresSchema = []string{
 		business_date TEXT NOT NULL,
 		PRIMARY KEY (store_id, flow_no)
 	)`,
-	`CREATE INDEX IF NOT EXISTS transactions_day ON transactions (store_id, terminal_id, business_date)`,
+	`CREATE TABLE IF NOT EXISTS day_totals (
+		store_id      TEXT NOT NULL,
+		terminal_id   TEXT NOT NULL,
+		business_date TEXT NOT NULL,
+		sales         BIGINT NOT NULL,
+		sales_cents   BIGINT NOT NULL,
+		refunds       BIGINT NOT NULL,
+		refund_cents  BIGINT NOT NULL,
+		PRIMARY KEY (store_id, terminal_id, business_date)
+	)`,
 	`CREATE TABLE IF NOT EXISTS conflicts (
 		store_id    TEXT NOT NULL,
 		flow_no     TEXT NOT NULL,
@@ -178,9 +187,9 @@ const (
 			sent_at = excluded.sent_at, received_at = excluded.received_at, backlog = excluded.backlog,
 			oldest_unsent = excluded.oldest_unsent, version = excluded.version, body = excluded.body
 		WHERE excluded.sent_at > heartbeats.sent_at`
-	pgUpsertStore = `INSERT INTO stores
+	pgUpsertStores = `INSERT INTO stores
 		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])
 		ON CONFLICT (store_id) DO UPDATE SET
 			txn_count = stores.txn_count + excluded.txn_count,
 			max_flow_no = CASE WHEN length(excluded.max_flow_no) > length(stores.max_flow_no)
@@ -190,6 +199,12 @@ const (
 			last_created_at = GREATEST(stores.last_created_at, excluded.last_created_at),
 			last_received_at = GREATEST(stores.last_received_at, excluded.last_received_at),
 			last_seen_at = GREATEST(stores.last_seen_at, excluded.last_seen_at)`
+	pgUpsertDays = `INSERT INTO day_totals
+		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
+		ON CONFLICT (store_id, terminal_id, business_date) DO UPDATE SET
+			sales = day_totals.sales + excluded.sales, sales_cents = day_totals.sales_cents + excluded.sales_cents,
+			refunds = day_totals.refunds + excluded.refunds, refund_cents = day_totals.refund_cents + excluded.refund_cents`
 )
 
 // pgRetries is how often a batch is retried after a deadlock or a
@@ -313,7 +328,7 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 			out[i] = Conflict
 		}
 	}
-	deltas := map[string]*storeDelta{}
+	delta := newBatchDelta()
 	for i := range msgs {
 		m := &msgs[i]
 		var tag pgconn.CommandTag
@@ -340,22 +355,31 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 				out[i] = Inserted
 			}
 		}
-		addDelta(deltas, m, out[i])
+		delta.add(m, out[i])
 	}
-	ids := make([]string, 0, len(deltas))
-	for id := range deltas {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		d := deltas[id]
-		var created, received *time.Time
+	// The stores and day_totals rows in one round trip.
+	var b pgx.Batch
+	sd := delta.sortedStores()
+	ids, counts, maxFlows := make([]string, len(sd)), make([]int64, len(sd)), make([]string, len(sd))
+	created, received, seen := make([]*time.Time, len(sd)), make([]*time.Time, len(sd)), make([]time.Time, len(sd))
+	for j, d := range sd {
+		ids[j], counts[j], maxFlows[j], seen[j] = d.id, d.inserted, d.maxFlowNo, d.lastSeen
 		if d.hasTxn {
-			created, received = &d.lastCreated, &d.lastReceived
+			created[j], received[j] = &d.lastCreated, &d.lastReceived
 		}
-		if _, err := tx.Exec(ctx, pgUpsertStore, id, d.inserted, d.maxFlowNo, created, received, d.lastSeen); err != nil {
-			return nil, fmt.Errorf("update store %s: %w", id, err)
+	}
+	b.Queue(pgUpsertStores, ids, counts, maxFlows, created, received, seen)
+	if dd := delta.sortedDays(); len(dd) > 0 {
+		st, term, date := make([]string, len(dd)), make([]string, len(dd)), make([]string, len(dd))
+		sales, salesCents, refunds, refundCents := make([]int64, len(dd)), make([]int64, len(dd)), make([]int64, len(dd)), make([]int64, len(dd))
+		for j, d := range dd {
+			st[j], term[j], date[j] = d.store, d.terminal, d.date
+			sales[j], salesCents[j], refunds[j], refundCents[j] = d.Sales, d.SalesCents, d.Refunds, d.RefundCents
 		}
+		b.Queue(pgUpsertDays, st, term, date, sales, salesCents, refunds, refundCents)
+	}
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return nil, fmt.Errorf("update stores and day totals: %w", err)
 	}
 	return out, nil
 }
@@ -462,13 +486,9 @@ func (s *PostgresStore) watermarks(ctx context.Context, q string, args ...any) (
 
 const pgCompleteness = `SELECT m.store_id, m.terminal_id, m.date,
 		m.sales, m.sales_cents, m.refunds, m.refund_cents,
-		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN 1 ELSE 0 END), 0)::bigint,
-		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN t.total_cents ELSE 0 END), 0)::bigint,
-		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN 1 ELSE 0 END), 0)::bigint,
-		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN t.total_cents ELSE 0 END), 0)::bigint
-	FROM manifests m LEFT JOIN transactions t
-		ON t.store_id = m.store_id AND t.terminal_id = m.terminal_id AND t.business_date = m.date
-	GROUP BY m.store_id, m.terminal_id, m.date
+		COALESCE(d.sales, 0), COALESCE(d.sales_cents, 0), COALESCE(d.refunds, 0), COALESCE(d.refund_cents, 0)
+	FROM manifests m LEFT JOIN day_totals d
+		ON d.store_id = m.store_id AND d.terminal_id = m.terminal_id AND d.business_date = m.date
 	ORDER BY m.store_id, m.date, m.terminal_id`
 
 // Completeness compares manifests with the stored rows and lists the

@@ -29,9 +29,10 @@ const (
 	// storeTimeout bounds one batch's database transaction; a batch is
 	// finished even when the receiver is asked to stop meanwhile.
 	storeTimeout = 60 * time.Second
-	// poisonDeliveries is how often a message that fails on its own
-	// (while others store fine) is delivered before it is terminated.
-	poisonDeliveries = 5
+	// poisonDeliveries is how often a message that the database refuses
+	// on its own (while it answers otherwise) is delivered before it is
+	// terminated.
+	poisonDeliveries = 10
 	// maxHaveFlows bounds one "what do you hold" request.
 	maxHaveFlows = 10000
 	// lingerNext is how long a batch waits for one more message once
@@ -69,7 +70,7 @@ func (r *Receiver) Ready() error {
 	case nc == nil:
 		return errors.New("NATS: not started")
 	case !nc.IsConnected():
-		return fmt.Errorf("NATS: not connected to %s (%s)", r.cfg.NATSURL, nc.Status())
+		return fmt.Errorf("NATS: not connected to %s (%s)", redactNATSURL(r.cfg.NATSURL), nc.Status())
 	case !r.ready.Load():
 		return fmt.Errorf("NATS: stream %s or consumer %s not set up yet", r.cfg.Stream, ConsumerName)
 	}
@@ -110,7 +111,9 @@ func (r *Receiver) Run(ctx context.Context) error {
 		}
 		r.ready.Store(true)
 		wait = backoff()
-		if err := r.consume(ctx, cons); err != nil && ctx.Err() == nil {
+		err = r.consume(ctx, cons)
+		r.ready.Store(false)
+		if err != nil && ctx.Err() == nil {
 			r.log.Warn("consumer stopped; setting up again", "err", err)
 			sleep(ctx, wait())
 		}
@@ -156,7 +159,7 @@ func (r *Receiver) connect() (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(r.cfg.NATSURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %s: %w", r.cfg.NATSURL, err)
+		return nil, fmt.Errorf("connect to NATS %s: %w", redactNATSURL(r.cfg.NATSURL), err)
 	}
 	return nc, nil
 }
@@ -220,17 +223,60 @@ func containsSubject(have []string, want string) bool {
 	return false
 }
 
-// consume stores batches until ctx is done or the iterator fails.
+// consume stores batches until ctx is done or the iterator fails. One
+// goroutine pulls and decodes the next batch while this one commits the
+// current batch, so the network and the database work at the same time.
 func (r *Receiver) consume(ctx context.Context, cons jetstream.Consumer) error {
 	it, err := cons.Messages(jetstream.PullMaxMessages(2 * r.cfg.BatchSize))
 	if err != nil {
 		return fmt.Errorf("pull from %s: %w", ConsumerName, err)
 	}
 	defer it.Stop()
+	fctx, stopFetching := context.WithCancel(ctx)
+	defer stopFetching()
+	batches := make(chan decoded, 1)
+	fetchErr := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		fetchErr <- r.fetch(fctx, it, batches)
+	}()
+	for b := range batches {
+		if ctx.Err() != nil {
+			// Fetched but not stored: hand them back at once rather than
+			// after ack_wait, so another posedge-hq can take them.
+			for _, jm := range b.jms {
+				_ = jm.Nak()
+			}
+			continue
+		}
+		r.store1(ctx, b)
+	}
+	if err := <-fetchErr; err != nil && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+// decoded is one batch pulled from the stream and decoded; the
+// messages that could never be stored are already terminated.
+type decoded struct {
+	msgs []Msg
+	jms  []jetstream.Msg
+}
+
+// fetch pulls and decodes batches into out until ctx is done or the
+// iterator is closed.
+func (r *Receiver) fetch(ctx context.Context, it jetstream.MessagesContext, out chan<- decoded) error {
 	for {
 		batch, err := r.collect(ctx, it)
-		if len(batch) > 0 {
-			r.process(ctx, batch)
+		if b := r.decode(batch); len(b.msgs) > 0 {
+			select {
+			case out <- b:
+			case <-ctx.Done():
+				for _, jm := range b.jms {
+					_ = jm.Nak()
+				}
+			}
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -264,23 +310,25 @@ func (r *Receiver) collect(ctx context.Context, it jetstream.MessagesContext) ([
 	return batch, nil
 }
 
-// process decodes, stores and acks one batch.
-func (r *Receiver) process(ctx context.Context, batch []jetstream.Msg) {
+// decode decodes a batch, terminating what can never be stored.
+func (r *Receiver) decode(batch []jetstream.Msg) decoded {
 	now := time.Now()
-	msgs := make([]Msg, 0, len(batch))
-	keep := make([]jetstream.Msg, 0, len(batch))
+	b := decoded{msgs: make([]Msg, 0, len(batch)), jms: make([]jetstream.Msg, 0, len(batch))}
 	for _, jm := range batch {
 		m, err := DecodeMsg(r.cfg.SubjectPrefix, jm.Subject(), jm.Headers().Get(wire.HeaderSchema), jm.Data(), now)
 		if err != nil {
 			r.terminate(jm, err)
 			continue
 		}
-		msgs = append(msgs, m)
-		keep = append(keep, jm)
+		b.msgs = append(b.msgs, m)
+		b.jms = append(b.jms, jm)
 	}
-	if len(msgs) == 0 {
-		return
-	}
+	return b
+}
+
+// store1 stores one batch in one transaction and acks it after the commit.
+func (r *Receiver) store1(ctx context.Context, b decoded) {
+	msgs, keep := b.msgs, b.jms
 	// The batch is finished even when ctx is cancelled meanwhile: what
 	// was fetched is committed and acked, or neither.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeTimeout)
@@ -323,13 +371,12 @@ func (r *Receiver) storeEach(ctx context.Context, msgs []Msg, batch []jetstream.
 		// The database is down: let JetStream redeliver later.
 		r.log.Error("database unavailable", "err", perr)
 		for _, jm := range batch {
-			_ = jm.NakWithDelay(5 * time.Second)
+			_ = jm.NakWithDelay(r.nakDelay())
 		}
-		sleep(ctx, 2*time.Second)
+		sleep(ctx, r.nakDelay())
 		return
 	}
 	var failed []int
-	stored := 0
 	for i := range msgs {
 		if ctx.Err() != nil {
 			return
@@ -342,17 +389,22 @@ func (r *Receiver) storeEach(ctx context.Context, msgs []Msg, batch []jetstream.
 			r.log.Error("store message", "subject", batch[i].Subject(), "err", err)
 			continue
 		}
-		stored++
 		r.done(batch[i], &msgs[i], outs[0])
 	}
 	for _, i := range failed {
 		md, err := batch[i].Metadata()
-		if stored > 0 && err == nil && md.NumDelivered >= poisonDeliveries {
+		if err == nil && md.NumDelivered >= poisonDeliveries {
 			r.terminate(batch[i], &RejectError{Reason: "unstorable", Err: fmt.Errorf("refused by the database %d times", md.NumDelivered)})
 			continue
 		}
-		_ = batch[i].NakWithDelay(5 * time.Second)
+		_ = batch[i].NakWithDelay(r.nakDelay())
 	}
+}
+
+// nakDelay is how long JetStream waits before redelivering a message
+// the database refused: a tenth of ack_wait, within 100 ms to 5 s.
+func (r *Receiver) nakDelay() time.Duration {
+	return min(max(r.cfg.AckWait/10, 100*time.Millisecond), 5*time.Second)
 }
 
 // terminate tells JetStream never to redeliver a message that cannot be

@@ -3,6 +3,7 @@ package hq_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,7 +178,7 @@ func TestReceiverStoresOnce(t *testing.T) {
 			// Unstorable messages are terminated; the next one is stored.
 			publish(t, js, txnMsg("S001", "bad.1", []byte("{not json")))
 			publish(t, js, txnMsg("S001", "bad.2", sale{store: "S002", flow: "9", cents: 1}.body())) // store ID ≠ subject
-			publish(t, js, txnMsg("S001", "bad.3", []byte(`{"flow_no":"3","store_id":"S001"}`)))    // fields missing
+			publish(t, js, txnMsg("S001", "bad.3", []byte(`{"flow_no":"3","store_id":"S001"}`)))     // fields missing
 			publish(t, js, txnMsg("S001", "S001.2", sale{store: "S001", flow: "2", cents: 5}.body()))
 			testenv.WaitFor(t, waitLong, "next sale stored", func() bool { return count(t, h.store, "S001") == 2 })
 			testenv.WaitFor(t, waitLong, "rejects counted", func() bool { return h.metrics.Counts().Rejected == 3 })
@@ -410,5 +412,69 @@ func TestAdmin(t *testing.T) {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+}
+
+// faultyStore is a real Store that refuses batches while failBatches is
+// positive, and always refuses any batch holding the poison flow number.
+type faultyStore struct {
+	hq.Store
+	mu          sync.Mutex
+	failBatches int
+	poison      string
+}
+
+var errInjected = errors.New("injected database failure")
+
+func (f *faultyStore) InsertBatch(ctx context.Context, msgs []hq.Msg) ([]hq.Outcome, error) {
+	f.mu.Lock()
+	fail := f.failBatches > 0
+	if fail {
+		f.failBatches--
+	}
+	f.mu.Unlock()
+	if fail {
+		return nil, errInjected
+	}
+	for _, m := range msgs {
+		if m.Kind == hq.KindTxn && m.Txn.FlowNo == f.poison {
+			return nil, errInjected
+		}
+	}
+	return f.Store.InsertBatch(ctx, msgs)
+}
+
+// TestReceiverDatabaseRefuses: a batch the database refuses is not acked
+// and comes back; a message the database always refuses is terminated
+// after a few deliveries without holding back the others.
+func TestReceiverDatabaseRefuses(t *testing.T) {
+	n := testenv.StartNATS(t)
+	cfg := testConfig(n.URL(), "sqlite://"+t.TempDir()+"/hq.db")
+	cfg.AckWait = 2 * time.Second
+	log := testLogger(t)
+	real := openStore(t, cfg.Database, hq.StoreOptions{Logger: log})
+	store := &faultyStore{Store: real, failBatches: 3, poison: "13"}
+	m := hq.NewMetrics(store, "test", log)
+	recv := hq.NewReceiver(cfg, store, m, log, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- recv.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	_, js := connect(t, n.URL())
+	for i := 1; i <= 40; i++ {
+		f := fmt.Sprint(i)
+		publish(t, js, txnMsg("S001", "S001."+f, sale{store: "S001", flow: f, cents: 1}.body()))
+	}
+	testenv.WaitFor(t, waitLong, "all but the poison stored", func() bool { return count(t, real, "S001") == 39 })
+	testenv.WaitFor(t, waitLong, "poison terminated", func() bool { return m.Counts().Rejected == 1 })
+	consumerSettled(t, js)
+	if c := m.Counts(); c.BatchErrors < 3 || c.Ingested != 39 || c.Duplicates != 0 {
+		t.Fatalf("counts = %+v", c)
+	}
+	if have, _ := real.Have(context.Background(), "S001", []string{"13"}); len(have) != 0 {
+		t.Fatalf("poison stored")
 	}
 }

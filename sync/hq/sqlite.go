@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +33,16 @@ var sqliteSchema = []string{
 		business_date TEXT NOT NULL,
 		PRIMARY KEY (store_id, flow_no)
 	)`,
-	`CREATE INDEX IF NOT EXISTS transactions_day ON transactions (store_id, terminal_id, business_date)`,
+	`CREATE TABLE IF NOT EXISTS day_totals (
+		store_id      TEXT NOT NULL,
+		terminal_id   TEXT NOT NULL,
+		business_date TEXT NOT NULL,
+		sales         INTEGER NOT NULL,
+		sales_cents   INTEGER NOT NULL,
+		refunds       INTEGER NOT NULL,
+		refund_cents  INTEGER NOT NULL,
+		PRIMARY KEY (store_id, terminal_id, business_date)
+	)`,
 	`CREATE TABLE IF NOT EXISTS conflicts (
 		store_id    TEXT NOT NULL,
 		flow_no     TEXT NOT NULL,
@@ -90,6 +98,35 @@ type SQLiteStore struct {
 	r    *sql.DB
 	mu   sync.Mutex // one batch at a time on w
 	opts StoreOptions
+	st   sqliteStmts // prepared once on w
+}
+
+// sqliteStmts are the writer's statements, prepared once: SQLite spends
+// more parsing a statement than running it.
+type sqliteStmts struct {
+	insertTxn, storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay *sql.Stmt
+}
+
+func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&st.insertTxn, sqliteInsertTxn},
+		{&st.storedBody, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?"},
+		{&st.insertConflict, sqliteInsertConflict},
+		{&st.upsertManifest, sqliteUpsertManifest},
+		{&st.upsertHeartbeat, sqliteUpsertHeartbeat},
+		{&st.upsertStore, sqliteUpsertStore},
+		{&st.upsertDay, sqliteUpsertDay},
+	} {
+		stmt, err := db.PrepareContext(ctx, p.q)
+		if err != nil {
+			return fmt.Errorf("prepare: %w", err)
+		}
+		*p.dst = stmt
+	}
+	return nil
 }
 
 var _ Store = (*SQLiteStore)(nil)
@@ -122,6 +159,10 @@ func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteSto
 	w.SetConnMaxIdleTime(0)
 	s := &SQLiteStore{path: path, w: w, opts: opts}
 	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := s.st.prepare(ctx, w); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -213,6 +254,12 @@ const (
 			sent_at = excluded.sent_at, received_at = excluded.received_at, backlog = excluded.backlog,
 			oldest_unsent = excluded.oldest_unsent, version = excluded.version, body = excluded.body
 		WHERE excluded.sent_at > heartbeats.sent_at`
+	sqliteUpsertDay = `INSERT INTO day_totals
+		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
+		VALUES (?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (store_id, terminal_id, business_date) DO UPDATE SET
+			sales = day_totals.sales + excluded.sales, sales_cents = day_totals.sales_cents + excluded.sales_cents,
+			refunds = day_totals.refunds + excluded.refunds, refund_cents = day_totals.refund_cents + excluded.refund_cents`
 	sqliteUpsertStore = `INSERT INTO stores
 		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
 		VALUES (?, ?, ?, ?, ?, ?)
@@ -235,13 +282,9 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 		return nil, fmt.Errorf("insert batch: begin: %w", err)
 	}
 	defer tx.Rollback()
-	ins, err := tx.PrepareContext(ctx, sqliteInsertTxn)
-	if err != nil {
-		return nil, fmt.Errorf("insert batch: %w", err)
-	}
-	defer ins.Close()
+	ins := tx.StmtContext(ctx, s.st.insertTxn)
 	out := make([]Outcome, len(msgs))
-	deltas := map[string]*storeDelta{}
+	delta := newBatchDelta()
 	for i := range msgs {
 		m := &msgs[i]
 		var o Outcome
@@ -249,11 +292,11 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 		case KindTxn:
 			o, err = s.insertTxn(ctx, tx, ins, m)
 		case KindManifest:
-			o, err = s.upsert(ctx, tx, sqliteUpsertManifest, m.StoreID, m.Manifest.TerminalID, m.Manifest.Date,
+			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.upsertManifest), m.StoreID, m.Manifest.TerminalID, m.Manifest.Date,
 				m.Manifest.Sales, m.Manifest.SalesCents, m.Manifest.Refunds, m.Manifest.RefundCents,
 				m.Manifest.FirstFlowNo, m.Manifest.LastFlowNo, formatTS(m.SentAt), formatTS(m.ReceivedAt), string(m.Body))
 		case KindHeartbeat:
-			o, err = s.upsert(ctx, tx, sqliteUpsertHeartbeat, m.StoreID, formatTS(m.SentAt), formatTS(m.ReceivedAt),
+			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.upsertHeartbeat), m.StoreID, formatTS(m.SentAt), formatTS(m.ReceivedAt),
 				m.Heartbeat.Backlog, m.Heartbeat.OldestUnsent, m.Heartbeat.Version, string(m.Body))
 		default:
 			err = fmt.Errorf("message %d: unknown kind %v", i, m.Kind)
@@ -262,21 +305,22 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 			return nil, fmt.Errorf("insert batch: %w", err)
 		}
 		out[i] = o
-		addDelta(deltas, m, o)
+		delta.add(m, o)
 	}
-	ids := make([]string, 0, len(deltas))
-	for id := range deltas {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		d := deltas[id]
+	upStore, upDay := tx.StmtContext(ctx, s.st.upsertStore), tx.StmtContext(ctx, s.st.upsertDay)
+	for _, d := range delta.sortedStores() {
 		var created, received string
 		if d.hasTxn {
 			created, received = formatTS(d.lastCreated), formatTS(d.lastReceived)
 		}
-		if _, err := tx.ExecContext(ctx, sqliteUpsertStore, id, d.inserted, d.maxFlowNo, created, received, formatTS(d.lastSeen)); err != nil {
-			return nil, fmt.Errorf("insert batch: update store %s: %w", id, err)
+		if _, err := upStore.ExecContext(ctx, d.id, d.inserted, d.maxFlowNo, created, received, formatTS(d.lastSeen)); err != nil {
+			return nil, fmt.Errorf("insert batch: update store %s: %w", d.id, err)
+		}
+	}
+	for _, d := range delta.sortedDays() {
+		if _, err := upDay.ExecContext(ctx, d.store, d.terminal, d.date,
+			d.Sales, d.SalesCents, d.Refunds, d.RefundCents); err != nil {
+			return nil, fmt.Errorf("insert batch: update day totals: %w", err)
 		}
 	}
 	if err := tx.Commit(); err != nil {
@@ -298,22 +342,21 @@ func (s *SQLiteStore) insertTxn(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, 
 		return Inserted, nil
 	}
 	var stored string
-	if err := tx.QueryRowContext(ctx, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?",
-		m.StoreID, t.FlowNo).Scan(&stored); err != nil {
+	if err := tx.StmtContext(ctx, s.st.storedBody).QueryRowContext(ctx, m.StoreID, t.FlowNo).Scan(&stored); err != nil {
 		return 0, fmt.Errorf("read stored %s/%s: %w", m.StoreID, t.FlowNo, err)
 	}
 	if sameBody([]byte(stored), m.Body) {
 		return Duplicate, nil
 	}
-	if _, err := tx.ExecContext(ctx, sqliteInsertConflict, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
+	if _, err := tx.StmtContext(ctx, s.st.insertConflict).ExecContext(ctx, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
 		t.Kind, t.TotalCents, formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt)); err != nil {
 		return 0, fmt.Errorf("record conflict %s/%s: %w", m.StoreID, t.FlowNo, err)
 	}
 	return Conflict, nil
 }
 
-func (s *SQLiteStore) upsert(ctx context.Context, tx *sql.Tx, q string, args ...any) (Outcome, error) {
-	res, err := tx.ExecContext(ctx, q, args...)
+func upsert(ctx context.Context, stmt *sql.Stmt, args ...any) (Outcome, error) {
+	res, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
 		return 0, err
 	}
@@ -449,13 +492,9 @@ func (s *SQLiteStore) watermarks(ctx context.Context, q string, args ...any) ([]
 
 const sqliteCompleteness = `SELECT m.store_id, m.terminal_id, m.date,
 		m.sales, m.sales_cents, m.refunds, m.refund_cents,
-		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN 1 ELSE 0 END), 0),
-		COALESCE(SUM(CASE WHEN t.kind = 'sale' THEN t.total_cents ELSE 0 END), 0),
-		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN 1 ELSE 0 END), 0),
-		COALESCE(SUM(CASE WHEN t.kind = 'refund' THEN t.total_cents ELSE 0 END), 0)
-	FROM manifests m LEFT JOIN transactions t
-		ON t.store_id = m.store_id AND t.terminal_id = m.terminal_id AND t.business_date = m.date
-	GROUP BY m.store_id, m.terminal_id, m.date
+		COALESCE(d.sales, 0), COALESCE(d.sales_cents, 0), COALESCE(d.refunds, 0), COALESCE(d.refund_cents, 0)
+	FROM manifests m LEFT JOIN day_totals d
+		ON d.store_id = m.store_id AND d.terminal_id = m.terminal_id AND d.business_date = m.date
 	ORDER BY m.store_id, m.date, m.terminal_id`
 
 // Completeness compares manifests with the stored rows and lists the

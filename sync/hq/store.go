@@ -2,6 +2,7 @@ package hq
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,8 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/posedge/posedge/sync/wire"
@@ -257,21 +260,41 @@ func bodyHash(b []byte) string {
 
 // storeDelta is what one batch adds to a store's row of the stores table.
 type storeDelta struct {
-	inserted    int64
-	maxFlowNo   string
+	id           string
+	inserted     int64
+	maxFlowNo    string
 	lastCreated  time.Time
 	lastReceived time.Time
 	lastSeen     time.Time
-	hasTxn      bool
+	hasTxn       bool
 }
 
-// addDelta adds one message's outcome to the per-store changes of a
-// batch. Callers sort the store IDs to take row locks in one order.
-func addDelta(deltas map[string]*storeDelta, m *Msg, o Outcome) {
-	d := deltas[m.StoreID]
+// dayKey names one terminal's business day.
+type dayKey struct{ store, terminal, date string }
+
+// dayDelta is what one batch adds to a terminal's day in day_totals.
+type dayDelta struct {
+	dayKey
+	Totals
+}
+
+// batchDelta sums up what one batch changes in the stores and
+// day_totals tables.
+type batchDelta struct {
+	stores map[string]*storeDelta
+	days   map[dayKey]*dayDelta
+}
+
+func newBatchDelta() *batchDelta {
+	return &batchDelta{stores: map[string]*storeDelta{}, days: map[dayKey]*dayDelta{}}
+}
+
+// add counts one message's outcome.
+func (b *batchDelta) add(m *Msg, o Outcome) {
+	d := b.stores[m.StoreID]
 	if d == nil {
-		d = &storeDelta{}
-		deltas[m.StoreID] = d
+		d = &storeDelta{id: m.StoreID}
+		b.stores[m.StoreID] = d
 	}
 	if m.ReceivedAt.After(d.lastSeen) {
 		d.lastSeen = m.ReceivedAt
@@ -290,6 +313,41 @@ func addDelta(deltas map[string]*storeDelta, m *Msg, o Outcome) {
 	if m.ReceivedAt.After(d.lastReceived) {
 		d.lastReceived = m.ReceivedAt
 	}
+	k := dayKey{m.StoreID, m.Txn.TerminalID, m.Day}
+	day := b.days[k]
+	if day == nil {
+		day = &dayDelta{dayKey: k}
+		b.days[k] = day
+	}
+	if m.Txn.Kind == "refund" {
+		day.Refunds++
+		day.RefundCents += m.Txn.TotalCents
+	} else {
+		day.Sales++
+		day.SalesCents += m.Txn.TotalCents
+	}
+}
+
+// sortedStores and sortedDays list the changes in key order, so that
+// concurrent batches take row locks in the same order.
+func (b *batchDelta) sortedStores() []*storeDelta {
+	out := make([]*storeDelta, 0, len(b.stores))
+	for _, d := range b.stores {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(x, y *storeDelta) int { return strings.Compare(x.id, y.id) })
+	return out
+}
+
+func (b *batchDelta) sortedDays() []*dayDelta {
+	out := make([]*dayDelta, 0, len(b.days))
+	for _, d := range b.days {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(x, y *dayDelta) int {
+		return cmp.Or(strings.Compare(x.store, y.store), strings.Compare(x.terminal, y.terminal), strings.Compare(x.date, y.date))
+	})
+	return out
 }
 
 // diffDays keeps the manifests whose totals differ from the stored ones.

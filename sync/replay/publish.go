@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -17,55 +18,20 @@ import (
 	"github.com/posedge/posedge/sync/wire"
 )
 
-// ackWrite is a batch whose acks arrived and whose MarkAcked is being
-// written while the next batch is read and published: the journal's
-// fsyncs overlap the network. Its rows are left out of the next batch.
-type ackWrite struct {
-	flows map[string]bool
-	bytes int
-	done  chan error
-}
-
-// finish waits for w's journal write and counts its rows synced.
-func (r *Replayer) finish(w *ackWrite) error {
-	if w == nil {
-		return nil
-	}
-	if err := <-w.done; err != nil {
-		return fmt.Errorf("mark %d rows acked (they are resent): %w", len(w.flows), err)
-	}
-	r.m.acked.Add(float64(len(w.flows)))
-	r.synced(len(w.flows))
-	return nil
-}
-
 // batch sends one batch of the outbox and records the outcome of each
-// row in the journal, the acks in the background (the returned
-// ackWrite, to pass to the next call or to finish). It returns how many
-// rows it handled (0: the outbox is empty) and an error when some rows
-// are left to retry.
-func (r *Replayer) batch(ctx context.Context, l *link, prev *ackWrite) (int, *ackWrite, error) {
-	limit, maxBytes := r.cfg.BatchSize, r.cfg.BatchBytes
-	if prev != nil {
-		limit, maxBytes = limit+len(prev.flows), maxBytes+prev.bytes
-	}
-	rows, err := r.j.Outbox(ctx, limit, maxBytes)
+// row in the journal. It returns how many rows it handled (0: the outbox
+// is empty) and an error when some rows are left to retry.
+//
+// The steps run one after the other: overlapping the journal's writes
+// with the next batch's publish was measured slower on a small box,
+// where SQLite, the NATS client and the daemon share two cores.
+func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
+	rows, err := r.j.Outbox(ctx, r.cfg.BatchSize, r.cfg.BatchBytes)
 	if err != nil {
-		return 0, prev, fmt.Errorf("read outbox: %w", err)
-	}
-	if prev != nil {
-		rows = slices.DeleteFunc(rows, func(o journal.Outgoing) bool { return prev.flows[o.FlowNo] })
-		size := 0
-		for i, o := range rows {
-			size += len(o.Body)
-			if i == r.cfg.BatchSize || (i > 0 && size > r.cfg.BatchBytes) {
-				rows = rows[:i]
-				break
-			}
-		}
+		return 0, fmt.Errorf("read outbox: %w", err)
 	}
 	if len(rows) == 0 {
-		return 0, nil, r.finish(prev)
+		return 0, nil
 	}
 	handled := len(rows)
 
@@ -81,16 +47,13 @@ func (r *Replayer) batch(ctx context.Context, l *link, prev *ackWrite) (int, *ac
 	// Rows sent before (a timeout, a dropped connection, a restart) may
 	// already be at HQ: ask, and resend only what it does not confirm.
 	rows, err = r.skipConfirmed(ctx, l, rows)
-	if err != nil {
-		return handled, prev, err
-	}
-	if len(rows) == 0 {
-		return handled, nil, r.finish(prev)
+	if err != nil || len(rows) == 0 {
+		return handled, err
 	}
 
 	if r.lim != nil {
 		if err := r.lim.WaitStoreSync(ctx); err != nil {
-			return handled, prev, fmt.Errorf("wait for the store sync budget: %w", err)
+			return handled, fmt.Errorf("wait for the store sync budget: %w", err)
 		}
 	}
 	start := time.Now()
@@ -99,12 +62,11 @@ func (r *Replayer) batch(ctx context.Context, l *link, prev *ackWrite) (int, *ac
 		flows[i] = o.FlowNo
 	}
 	if err := r.j.MarkSent(ctx, flows...); err != nil {
-		return handled, prev, fmt.Errorf("mark batch sent: %w", err)
+		return handled, fmt.Errorf("mark batch sent: %w", err)
 	}
 
 	results := r.publish(ctx, l, rows)
 
-	next := &ackWrite{flows: map[string]bool{}, done: make(chan error, 1)}
 	var acked []string
 	failed := map[string][]string{} // reason → rows
 	var firstErr error
@@ -112,8 +74,6 @@ func (r *Replayer) batch(ctx context.Context, l *link, prev *ackWrite) (int, *ac
 		err := results[i]
 		if err == nil {
 			acked = append(acked, o.FlowNo)
-			next.flows[o.FlowNo] = true
-			next.bytes += len(o.Body)
 			continue
 		}
 		if reason, ok := permanent(err); ok {
@@ -121,7 +81,7 @@ func (r *Replayer) batch(ctx context.Context, l *link, prev *ackWrite) (int, *ac
 			continue
 		}
 		if ctx.Err() != nil {
-			continue // shutting down: the row stays sent, asked about at the next start
+			continue // shutting down: the row stays sent, HQ is asked about it at the next start
 		}
 		r.m.errors.WithLabelValues(errKind(err)).Inc()
 		failed[err.Error()] = append(failed[err.Error()], o.FlowNo)
@@ -130,17 +90,20 @@ func (r *Replayer) batch(ctx context.Context, l *link, prev *ackWrite) (int, *ac
 				wire.MsgID(r.cfg.StoreID, o.FlowNo), countErrs(results), len(rows), err)
 		}
 	}
-	r.m.batch.Observe(time.Since(start).Seconds())
 	// Acks are recorded even when ctx ended meanwhile: they are facts.
 	wctx := context.WithoutCancel(ctx)
+	if err := r.j.MarkAcked(wctx, acked...); err != nil {
+		return handled, fmt.Errorf("mark %d rows acked (they are resent): %w", len(acked), err)
+	}
+	r.m.acked.Add(float64(len(acked)))
+	r.synced(len(acked))
 	for reason, fl := range failed {
 		if err := r.j.MarkFailed(wctx, reason, fl...); err != nil {
 			r.log.Warn("record publish failure", "err", err, "rows", len(fl))
 		}
 	}
-	prevErr := r.finish(prev)
-	go func() { next.done <- r.j.MarkAcked(wctx, acked...) }()
-	return handled, next, errors.Join(firstErr, prevErr)
+	r.m.batch.Observe(time.Since(start).Seconds())
+	return handled, firstErr
 }
 
 // check refuses a body HQ would never store: it must be a transaction of
@@ -286,7 +249,11 @@ func (r *Replayer) skipConfirmed(ctx context.Context, l *link, rows []journal.Ou
 	}
 	have, err := r.have(ctx, l, ask)
 	if err != nil {
-		r.log.Info("HQ did not say what it holds; resending", "rows", len(ask), "err", err)
+		lvl := slog.LevelInfo
+		if errors.Is(err, nats.ErrNoResponders) {
+			lvl = slog.LevelDebug // posedge-hq does not serve the query (yet)
+		}
+		r.log.Log(ctx, lvl, "HQ did not say what it holds; resending", "rows", len(ask), "err", err)
 		return rows, nil
 	}
 	if len(have) == 0 {

@@ -112,13 +112,13 @@ func (c *Config) validate() error {
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("hq.cert_file and hq.key_file go together: give both or neither"))
 	}
-	for key, f := range map[string]string{"hq.creds_file": c.CredsFile, "hq.ca_file": c.CAFile,
-		"hq.cert_file": c.CertFile, "hq.key_file": c.KeyFile} {
-		if f == "" {
+	for _, f := range []struct{ key, path string }{{"hq.creds_file", c.CredsFile}, {"hq.ca_file", c.CAFile},
+		{"hq.cert_file", c.CertFile}, {"hq.key_file", c.KeyFile}} {
+		if f.path == "" {
 			continue
 		}
-		if _, err := os.Stat(f); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", key, err))
+		if _, err := os.Stat(f.path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", f.key, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -270,12 +270,6 @@ func (r *Replayer) Run(ctx context.Context) error {
 // is closed for good.
 func (r *Replayer) replay(ctx context.Context, l *link) {
 	retry := r.newBackoff()
-	var w *ackWrite // the previous batch's acks, being written
-	defer func() {
-		if err := r.finish(w); err != nil {
-			r.setError(err)
-		}
-	}()
 	for ctx.Err() == nil {
 		if l.nc.IsClosed() {
 			r.log.Warn("NATS connection closed; connecting again", "err", l.nc.LastError())
@@ -286,9 +280,7 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 			sleep(ctx, r.cfg.Idle, r.wake)
 			continue
 		}
-		var n int
-		var err error
-		n, w, err = r.batch(ctx, l, w)
+		n, err := r.batch(ctx, l)
 		switch {
 		case ctx.Err() != nil:
 			return
