@@ -98,7 +98,9 @@ func checkTold(t *testing.T, s *testenv.Store, got []told, barcode string, initi
 			t.Fatalf("journal holds %s %d times", f, n)
 		}
 	}
+	t0 := time.Now()
 	hq := s.WaitHQ(want, 90*time.Second)
+	t.Logf("%d sales (%d retries) at HQ after %v", len(got), 0, time.Since(t0))
 	for f, n := range hq {
 		if n != 1 {
 			t.Fatalf("HQ holds %s %d times", f, n)

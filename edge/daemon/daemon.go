@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
-		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second}, j, d.limiter, log, d.reg)
+		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg)}, j, d.limiter, log, d.reg)
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)
 	}
@@ -144,6 +144,18 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	cancel()
 	log.Info("posedge stopped")
 	return runErr
+}
+
+// syncPace spreads the replay's batches over the sync policy at the
+// fallback limiter's rate, so a trickle of sales never exhausts the
+// budget a backlog will need (see replay.Config.Pace).
+func syncPace(cfg *config.Config) time.Duration {
+	p := cfg.Limits.Actions["sync"]
+	n := int(float64(p.Limit) * cfg.Limits.FallbackFraction)
+	if n < 1 {
+		n = 1
+	}
+	return p.Window.D() / time.Duration(n)
 }
 
 func serve(s *http.Server, ln net.Listener, cert, key string) error {

@@ -186,6 +186,17 @@ func (s *Store) Close() {
 			p.Kill()
 		}
 	}
+	if dir := os.Getenv("POSEDGE_TEST_LOGS"); dir != "" {
+		// Keep whole logs for a post-mortem: POSEDGE_TEST_LOGS=/tmp/logs go test ...
+		for _, p := range []*Proc{s.Edge, s.HQ} {
+			if p != nil {
+				if b, err := os.ReadFile(p.Log); err == nil {
+					name := strings.NewReplacer("/", "_").Replace(s.t.Name()) + "-" + p.Name + ".log"
+					_ = os.WriteFile(filepath.Join(dir, name), b, 0o644)
+				}
+			}
+		}
+	}
 	if s.t.Failed() {
 		for _, p := range []*Proc{s.Edge, s.HQ} {
 			if p != nil {

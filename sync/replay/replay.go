@@ -64,6 +64,12 @@ type Config struct {
 	MaxBackoff time.Duration
 	// HaveTimeout bounds the "what does HQ hold" request; default 2s.
 	HaveTimeout time.Duration
+	// Pace is the least time between two batches that are not full: a
+	// trickle of sales then waits to share one hit of the sync budget
+	// instead of spending it batch by batch (a full batch goes at once).
+	// The daemon sets it to window / (limit × fallback fraction) of the
+	// sync policy; 0 = no pacing.
+	Pace time.Duration
 	// HeartbeatEvery is the heartbeat period; default 1m.
 	HeartbeatEvery time.Duration
 	// Location is the store's time zone, in which business days change
@@ -297,6 +303,9 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 		default:
 			retry.Reset()
 			r.clearError()
+			if n < r.cfg.BatchSize && r.cfg.Pace > 0 {
+				sleep(ctx, r.cfg.Pace, r.wake)
+			}
 		}
 	}
 }

@@ -246,8 +246,9 @@ func TestRowsReachTheStreamOnceAndAreAckedOnlyAfterTheirAck(t *testing.T) {
 	// No stream yet (posedge-hq not started): publishes get no ack, so no
 	// row may be marked synced.
 	r, reg := run(t, testConfig(srv.URL()), j, nil)
-	testenv.WaitFor(t, wait, "publish attempts without a stream", func() bool {
-		return metric(t, reg, "posedge_replay_publish_errors_total", "kind", errNoStream) > 0
+	testenv.WaitFor(t, wait, "publish attempts without a stream, reported", func() bool {
+		return metric(t, reg, "posedge_replay_publish_errors_total", "kind", errNoStream) > 0 &&
+			strings.Contains(r.Status().LastError, "is posedge-hq running")
 	})
 	if n := backlog(t, j); n != 120 {
 		t.Fatalf("backlog %d with no stream to ack, want 120", n)
@@ -645,7 +646,7 @@ func TestOutageMidDrainStoresEachOnce(t *testing.T) {
 	const rows = 2000
 	appendSales(t, j, 1, rows)
 	cfg := testConfig(srv.URL())
-	r, reg := run(t, cfg, j, &rateLimiter{l: rate.NewLimiter(20, 1)})
+	r, reg := run(t, cfg, j, &rateLimiter{l: rate.NewLimiter(10, 1)}) // 500 rows/s: seconds of margin to stop the server mid-drain
 	testenv.WaitFor(t, wait, "drain under way", func() bool { return backlog(t, j) < rows*3/4 })
 	srv.Stop()
 	testenv.WaitFor(t, wait, "replayer sees the WAN down", func() bool { return !r.Status().Connected })
