@@ -28,7 +28,7 @@ import (
 // apiEnv is the terminal and admin APIs in-process over a real Redis and a
 // real journal file.
 type apiEnv struct {
-	t        *testing.T
+	t        testing.TB
 	redis    *testenv.Redis
 	rdb      redis.UniversalClient
 	j        *journal.Journal
@@ -43,7 +43,7 @@ type envOpts struct {
 	sentinel bool
 }
 
-func newEnv(t *testing.T, o envOpts) *apiEnv {
+func newEnv(t testing.TB, o envOpts) *apiEnv {
 	t.Helper()
 	e := &apiEnv{t: t, keys: map[string]string{}}
 	ctx := context.Background()

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/posedge/posedge/edge/ratelimit"
 )
 
 // ErrNoConfig means the config file does not exist, as opposed to a file
@@ -350,11 +352,11 @@ func (c *Config) Validate() error {
 		add("hq.ack_timeout", "must be > 0")
 	}
 	checkPolicy := func(key string, p Policy) {
-		if p.Limit < 1 {
-			add(key+".limit", "must be >= 1, got %d", p.Limit)
+		if p.Limit < 1 || p.Limit > ratelimit.MaxLimit {
+			add(key+".limit", "must be 1-%d, got %d", ratelimit.MaxLimit, p.Limit)
 		}
-		if p.Window.D() < time.Millisecond {
-			add(key+".window", "must be at least 1ms, got %v", p.Window.D())
+		if p.Window.D() < time.Millisecond || p.Window.D() > ratelimit.MaxWindow || p.Window.D()%time.Millisecond != 0 {
+			add(key+".window", "must be whole milliseconds from %v to %v, got %v", time.Millisecond, ratelimit.MaxWindow, p.Window.D())
 		}
 	}
 	checkPolicy("limits.store", c.Limits.Store)

@@ -75,7 +75,9 @@ func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*
 		l.log.Error("journal append failed after redis applied the sale", "flow_no", flow, "err", err)
 		return nil, errJournal(err)
 	}
-	l.complete(ctx, t.TerminalID, t.IdemKey)
+	// Marking the record COMPLETED is bookkeeping, not durability (the
+	// journal already answers retries): do it off the answer's path.
+	go l.complete(context.WithoutCancel(ctx), t.TerminalID, t.IdemKey)
 	return &Result{Body: t.Body, FlowNo: flow}, nil
 }
 

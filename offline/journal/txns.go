@@ -3,6 +3,7 @@ package journal
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -180,41 +181,63 @@ func (j *Journal) list(ctx context.Context, where string, args ...any) ([]Txn, e
 
 // MarkApplied records that Redis now holds these transactions' effects.
 func (j *Journal) MarkApplied(ctx context.Context, flowNos ...string) error {
-	return j.updateEach(ctx, `UPDATE txns SET applied = 1 WHERE flow_no = ?`, flowNos)
+	return j.updateFlows(ctx, `UPDATE txns SET applied = 1 WHERE `+inFlows, flowNos)
 }
 
-func (j *Journal) updateEach(ctx context.Context, q string, flowNos []string, extra ...any) error {
+// inFlows selects the rows whose flow numbers are the JSON array bound to
+// the statement's last parameter: one statement for a whole batch.
+const inFlows = `flow_no IN (SELECT value FROM json_each(?))`
+
+// updateFlows runs q, an UPDATE ending in inFlows, once for all flowNos
+// (extra binds the parameters before the list).
+func (j *Journal) updateFlows(ctx context.Context, q string, flowNos []string, extra ...any) error {
 	if len(flowNos) == 0 {
 		return nil
 	}
+	list, err := json.Marshal(flowNos)
+	if err != nil {
+		return fmt.Errorf("encode flow numbers: %w", err)
+	}
 	return j.write(ctx, func(tx *sql.Tx) error {
-		st, err := tx.Prepare(q)
-		if err != nil {
-			return err
-		}
-		defer st.Close()
-		for _, f := range flowNos {
-			if _, err := st.Exec(append(append([]any{}, extra...), f)...); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := tx.Exec(q, append(extra, string(list))...)
+		return err
 	})
 }
 
 // Outgoing is a journal row waiting for HQ.
 type Outgoing struct {
+	RowID     int64 // its place in the journal: the outbox is in RowID order
 	FlowNo    string
 	Body      []byte
 	CreatedAt time.Time
 	Attempts  int
 }
 
+// outboxQuery reads the outbox in journal (rowid) order without sorting
+// it: each arm repeats the WHERE of the partial index txns_outbox, so
+// SQLite may use it, and fixes its one column, so the arm comes out of
+// the index in rowid order from the given rowid on; the two arms are
+// merged, and reading stops at the LIMIT. (A plain "state IN (...)
+// ORDER BY rowid" sorts the whole backlog in a temporary B-tree for
+// every batch.) TestOutboxNeverSorts checks the plan.
+const outboxQuery = `SELECT rowid, flow_no, body, created_at, attempts FROM txns
+		WHERE state IN ('pending','sent') AND state = 'pending' AND rowid > ?1
+	UNION ALL
+	SELECT rowid, flow_no, body, created_at, attempts FROM txns
+		WHERE state IN ('pending','sent') AND state = 'sent' AND rowid > ?1
+	ORDER BY 1 LIMIT ?2`
+
 // Outbox returns, oldest first, up to limit rows not yet acknowledged by
 // HQ and not quarantined, within maxBytes of bodies (at least one row).
 func (j *Journal) Outbox(ctx context.Context, limit, maxBytes int) ([]Outgoing, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT flow_no, body, created_at, attempts FROM txns
-		WHERE state IN ('pending','sent') ORDER BY rowid LIMIT ?`, limit)
+	return j.OutboxAfter(ctx, 0, limit, maxBytes)
+}
+
+// OutboxAfter is Outbox from the rows journaled after afterRowID on: the
+// replay reads its next batch while the previous one's acks are being
+// recorded.
+func (j *Journal) OutboxAfter(ctx context.Context, afterRowID int64, limit, maxBytes int) ([]Outgoing, error) {
+	rows, err := j.r.QueryContext(ctx, outboxQuery, afterRowID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
@@ -224,7 +247,7 @@ func (j *Journal) Outbox(ctx context.Context, limit, maxBytes int) ([]Outgoing, 
 	for rows.Next() {
 		var o Outgoing
 		var c string
-		if err := rows.Scan(&o.FlowNo, &o.Body, &c, &o.Attempts); err != nil {
+		if err := rows.Scan(&o.RowID, &o.FlowNo, &o.Body, &c, &o.Attempts); err != nil {
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
 		o.CreatedAt = parseTS(c)
@@ -239,19 +262,19 @@ func (j *Journal) Outbox(ctx context.Context, limit, maxBytes int) ([]Outgoing, 
 
 // MarkSent counts one more publish attempt of these rows.
 func (j *Journal) MarkSent(ctx context.Context, flowNos ...string) error {
-	return j.updateEach(ctx, `UPDATE txns SET state = CASE WHEN state = 'pending' THEN 'sent' ELSE state END,
-		attempts = attempts + 1 WHERE flow_no = ?`, flowNos)
+	return j.updateFlows(ctx, `UPDATE txns SET state = CASE WHEN state = 'pending' THEN 'sent' ELSE state END,
+		attempts = attempts + 1 WHERE `+inFlows, flowNos)
 }
 
 // MarkAcked records JetStream's acknowledgement of these rows.
 func (j *Journal) MarkAcked(ctx context.Context, flowNos ...string) error {
-	return j.updateEach(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ? WHERE flow_no = ?`,
+	return j.updateFlows(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ? WHERE `+inFlows,
 		flowNos, ts(time.Now()))
 }
 
 // MarkFailed keeps the last publish error of a row for status and support.
 func (j *Journal) MarkFailed(ctx context.Context, reason string, flowNos ...string) error {
-	return j.updateEach(ctx, `UPDATE txns SET last_error = ? WHERE flow_no = ?`, flowNos, reason)
+	return j.updateFlows(ctx, `UPDATE txns SET last_error = ? WHERE `+inFlows, flowNos, reason)
 }
 
 // Quarantine sets aside a row HQ refused for good, with the reason; it no

@@ -22,17 +22,35 @@ import (
 // row in the journal. It returns how many rows it handled (0: the outbox
 // is empty) and an error when some rows are left to retry.
 //
-// The steps run one after the other: overlapping the journal's writes
-// with the next batch's publish was measured slower on a small box,
-// where SQLite, the NATS client and the daemon share two cores.
+// The journal write that marks a batch's rows acked runs while the next
+// batch is read and published (the outbox is read past the rows being
+// marked), and the write that marks a batch sent runs while it is
+// published: each batch then costs about its publish alone. A crash
+// before a batch's sent mark is durable leaves its rows pending: they
+// are resent without asking HQ first, at most that one batch, and
+// stored once all the same.
 func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 	// Take the sync budget before reading the batch, not after: while
 	// the budget is short, rows pile up meanwhile and the batch that
 	// gets the hit is as full as it can be, instead of every trickle of
 	// sales spending a hit of its own.
-	if peek, err := r.j.Outbox(ctx, 1, r.cfg.BatchBytes); err != nil {
+	peek, err := r.j.OutboxAfter(ctx, r.floor, 1, r.cfg.BatchBytes)
+	if err != nil {
 		return 0, fmt.Errorf("read outbox: %w", err)
-	} else if len(peek) == 0 {
+	}
+	if len(peek) == 0 && r.floor > 0 {
+		// Everything after the last batch is sent: finish recording it
+		// and look from the start again (rows whose ack could not be
+		// recorded, rows back from quarantine).
+		if err := r.settle(); err != nil {
+			return 0, err
+		}
+		r.floor = 0
+		if peek, err = r.j.OutboxAfter(ctx, 0, 1, r.cfg.BatchBytes); err != nil {
+			return 0, fmt.Errorf("read outbox: %w", err)
+		}
+	}
+	if len(peek) == 0 {
 		return 0, nil
 	}
 	if r.lim != nil {
@@ -40,14 +58,14 @@ func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 			return 0, fmt.Errorf("wait for the store sync budget: %w", err)
 		}
 	}
-	rows, err := r.j.Outbox(ctx, r.cfg.BatchSize, r.cfg.BatchBytes)
+	rows, err := r.j.OutboxAfter(ctx, r.floor, r.cfg.BatchSize, r.cfg.BatchBytes)
 	if err != nil {
 		return 0, fmt.Errorf("read outbox: %w", err)
 	}
 	if len(rows) == 0 {
 		return 0, nil
 	}
-	handled := len(rows)
+	handled, last := len(rows), rows[len(rows)-1].RowID
 
 	// Rows HQ could never store are set aside before anything is sent.
 	rows = slices.DeleteFunc(rows, func(o journal.Outgoing) bool {
@@ -70,11 +88,10 @@ func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 	for i, o := range rows {
 		flows[i] = o.FlowNo
 	}
-	if err := r.j.MarkSent(ctx, flows...); err != nil {
-		return handled, fmt.Errorf("mark batch sent: %w", err)
-	}
-
+	sent := make(chan error, 1)
+	go func() { sent <- r.j.MarkSent(ctx, flows...) }()
 	results := r.publish(ctx, l, rows)
+	sentErr := <-sent
 
 	var acked []string
 	failed := map[string][]string{} // reason → rows
@@ -99,10 +116,60 @@ func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 				wire.MsgID(r.cfg.StoreID, o.FlowNo), countErrs(results), len(rows), err)
 		}
 	}
-	// Acks are recorded even when ctx ended meanwhile: they are facts.
+	r.m.batch.Observe(time.Since(start).Seconds())
+
+	// One batch's marks at a time, in order: the previous batch's
+	// acks are recorded before this one's.
+	prevErr := r.settle()
+	if sentErr != nil {
+		// Not marked sent: the rows stay pending and are resent whatever
+		// HQ got (it stores each once); their acks are not recorded
+		// either, so that no row is acked without its sent mark.
+		r.floor = 0
+		return handled, errors.Join(fmt.Errorf("mark batch sent: %w", sentErr), prevErr)
+	}
+	if firstErr != nil || prevErr != nil || ctx.Err() != nil {
+		// Recorded now, and the rows left are read again from the start.
+		r.floor = 0
+		return handled, errors.Join(firstErr, prevErr, r.record(ctx, acked, failed))
+	}
+	rec := &recording{done: make(chan struct{})}
+	go func() {
+		defer close(rec.done)
+		rec.err = r.record(ctx, acked, nil)
+	}()
+	r.recording, r.floor = rec, last
+	return handled, nil
+}
+
+// recording is the journal write of a batch's acks, running while the
+// next batch is sent.
+type recording struct {
+	done chan struct{}
+	err  error
+}
+
+// settle waits until the last batch's acks are recorded. On an error its
+// rows stay in the outbox and the outbox is read from its start again.
+func (r *Replayer) settle() error {
+	rec := r.recording
+	if rec == nil {
+		return nil
+	}
+	<-rec.done
+	r.recording = nil
+	if rec.err != nil {
+		r.floor = 0
+	}
+	return rec.err
+}
+
+// record marks rows acked and keeps the publish errors of the others.
+// Acks are recorded even when ctx ended meanwhile: they are facts.
+func (r *Replayer) record(ctx context.Context, acked []string, failed map[string][]string) error {
 	wctx := context.WithoutCancel(ctx)
 	if err := r.j.MarkAcked(wctx, acked...); err != nil {
-		return handled, fmt.Errorf("mark %d rows acked (they are resent): %w", len(acked), err)
+		return fmt.Errorf("mark %d rows acked (they are resent): %w", len(acked), err)
 	}
 	r.m.acked.Add(float64(len(acked)))
 	r.synced(len(acked))
@@ -111,8 +178,7 @@ func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 			r.log.Warn("record publish failure", "err", err, "rows", len(fl))
 		}
 	}
-	r.m.batch.Observe(time.Since(start).Seconds())
-	return handled, firstErr
+	return nil
 }
 
 // check refuses a body HQ would never store: it must be a transaction of

@@ -166,6 +166,12 @@ type Replayer struct {
 	rmu sync.Mutex // reconnect backoff, used by the NATS client's reconnect goroutine
 	rb  *backoff.ExponentialBackOff
 
+	// Used by the Run goroutine only: the journal write of the last
+	// batch's acks, running while the next batch is sent, and the rowid
+	// of that batch's last row, after which the outbox is read meanwhile.
+	recording *recording
+	floor     int64
+
 	mu        sync.Mutex
 	st        Status
 	startedAt time.Time
@@ -275,6 +281,13 @@ func (r *Replayer) Run(ctx context.Context) error {
 // replay runs batches on one connection until ctx ends or the connection
 // is closed for good.
 func (r *Replayer) replay(ctx context.Context, l *link) {
+	defer func() {
+		if err := r.settle(); err != nil {
+			r.setError(err)
+			r.log.Warn("record acks", "err", err)
+		}
+		r.floor = 0
+	}()
 	retry := r.newBackoff()
 	for ctx.Err() == nil {
 		if l.nc.IsClosed() {

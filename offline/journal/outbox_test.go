@@ -1,0 +1,151 @@
+package journal
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestOutboxNeverSorts: the outbox is read from the partial index in
+// journal order, never through a temporary B-tree that would sort the
+// whole backlog for every batch, and the batch marks are one statement.
+func TestOutboxNeverSorts(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	for i := 1; i <= 50; i++ {
+		if err := j.Append(ctx, sale(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, q := range []struct {
+		name, sql string
+		args      []any
+	}{
+		{"outbox", outboxQuery, []any{0, 500}},
+		{"mark", `UPDATE txns SET attempts = attempts + 1 WHERE ` + inFlows, []any{`["1"]`}},
+	} {
+		rows, err := j.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q.sql, q.args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		all := strings.Join(plan, "; ")
+		t.Logf("%s: %s", q.name, all)
+		if strings.Contains(all, "TEMP B-TREE") || strings.Contains(all, "SCAN txns") {
+			t.Errorf("%s sorts or scans the table: %s", q.name, all)
+		}
+		if q.name == "outbox" && strings.Count(all, "txns_outbox") != 2 {
+			t.Errorf("outbox does not read both states from txns_outbox: %s", all)
+		}
+	}
+}
+
+// TestOutboxOrderAcrossStates: rows sent once (no ack yet) and rows never
+// sent come out merged in journal order, whatever their state.
+func TestOutboxOrderAcrossStates(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	var all []string
+	for i := 1; i <= 1200; i++ {
+		if err := j.Append(ctx, sale(i)); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sale(i).FlowNo)
+	}
+	// Every third row sent, every seventh acked, row 10 quarantined: one
+	// statement each for lists longer than SQLite's parameter limit.
+	var sent, acked []string
+	for i := 1; i <= 1200; i++ {
+		if i%3 == 0 {
+			sent = append(sent, sale(i).FlowNo)
+		}
+		if i%7 == 0 {
+			acked = append(acked, sale(i).FlowNo)
+		}
+	}
+	if err := j.MarkSent(ctx, sent...); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.MarkSent(ctx, sent[:10]...); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.MarkFailed(ctx, "timeout", sent...); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.MarkAcked(ctx, acked...); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Quarantine(ctx, sale(10).FlowNo, "too large"); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 1; i <= 1200; i++ {
+		if i%7 != 0 && i != 10 {
+			want = append(want, sale(i).FlowNo)
+		}
+	}
+	got, err := j.Outbox(ctx, 5000, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("outbox holds %d rows, want %d", len(got), len(want))
+	}
+	for i, o := range got {
+		if o.FlowNo != want[i] {
+			t.Fatalf("outbox row %d is %s, want %s", i, o.FlowNo, want[i])
+		}
+	}
+	first, err := j.Outbox(ctx, 500, 1<<30)
+	if err != nil || len(first) != 500 || first[499].FlowNo != want[499] {
+		t.Fatalf("first batch: %d rows, %v", len(first), err)
+	}
+	next, err := j.OutboxAfter(ctx, first[499].RowID, 500, 1<<30)
+	if err != nil || len(next) != 500 || next[0].FlowNo != want[500] || next[499].FlowNo != want[999] {
+		t.Fatalf("batch after the first: %d rows, %v", len(next), err)
+	}
+	for _, f := range []int{3, 6, 9} {
+		row, err := j.ByFlow(ctx, sale(f).FlowNo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if row.State != StateSent || row.Attempts != 2 || row.LastError != "timeout" {
+			t.Fatalf("row %d: state %s attempts %d error %q", f, row.State, row.Attempts, row.LastError)
+		}
+	}
+	if row, _ := j.ByFlow(ctx, sale(21).FlowNo); row.State != StateAcked || row.LastError != "" {
+		t.Fatalf("row 21 (sent, failed, then acked): %+v", row)
+	}
+	if row, _ := j.ByFlow(ctx, sale(1).FlowNo); row.State != StatePending || row.Attempts != 0 {
+		t.Fatalf("row 1 untouched: %+v", row)
+	}
+
+	// MarkApplied in one statement too.
+	un := make([]string, 0, 1000)
+	for i := 2001; i <= 3000; i++ {
+		s := sale(i)
+		s.Applied = false
+		if err := j.Append(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+		un = append(un, s.FlowNo)
+	}
+	if err := j.MarkApplied(ctx, un...); err != nil {
+		t.Fatal(err)
+	}
+	if has, err := j.HasUnapplied(ctx); err != nil || has {
+		t.Fatalf("unapplied rows left after MarkApplied: %v %v", has, err)
+	}
+	if err := j.MarkAcked(ctx, "no-such-flow"); err != nil {
+		t.Fatalf("marking an unknown flow number: %v", err)
+	}
+}
