@@ -26,6 +26,7 @@ type AdminDeps struct {
 	SyncNow func()                          // wake the replay up
 	Extra   map[string]http.Handler         // further admin routes, by mux pattern
 	Log     *slog.Logger
+	HTTP    *HTTPMetrics // may be nil
 }
 
 var dateRE = regexp.MustCompile(`^[0-9]{8}$`)
@@ -61,7 +62,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	return a.auth(mux)
+	return d.HTTP.wrap("admin", a.auth(mux))
 }
 
 type adminAPI struct{ AdminDeps }

@@ -89,10 +89,11 @@ func newEnv(t testing.TB, o envOpts) *apiEnv {
 		hashes[hex.EncodeToString(sum[:])] = id
 		e.keys[id] = key
 	}
-	e.term = httptest.NewServer(NewTerminal(TerminalDeps{Keys: hashes, Ledger: e.ledger, Limiter: lim,
+	hm := NewHTTPMetrics(reg)
+	e.term = httptest.NewServer(NewTerminal(TerminalDeps{Keys: hashes, Ledger: e.ledger, Limiter: lim, HTTP: hm,
 		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: NewLastSeen()}))
 	t.Cleanup(e.term.Close)
-	e.adminSrv = httptest.NewServer(NewAdmin(AdminDeps{Ledger: e.ledger, Limiter: lim, Log: log,
+	e.adminSrv = httptest.NewServer(NewAdmin(AdminDeps{Ledger: e.ledger, Limiter: lim, Log: log, HTTP: hm,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Ready:   func(context.Context) error { return nil }, Status: func(context.Context) any { return map[string]string{} }}))
 	t.Cleanup(e.adminSrv.Close)

@@ -22,7 +22,8 @@ type TerminalDeps struct {
 	Limiter *ratelimit.Limiter
 	Guard   *ratelimit.AuthGuard
 	Log     *slog.Logger
-	Seen    *LastSeen // may be nil
+	Seen    *LastSeen    // may be nil
+	HTTP    *HTTPMetrics // may be nil
 }
 
 // LastSeen records when each terminal last called.
@@ -68,7 +69,7 @@ func NewTerminal(d TerminalDeps) http.Handler {
 	mux.Handle("/", t.guard("", func(w http.ResponseWriter, r *http.Request, _ string) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	}))
-	return mux
+	return d.HTTP.wrap("terminal", mux)
 }
 
 func sourceAddr(r *http.Request) string {

@@ -45,3 +45,20 @@ func shortfall(t *testing.T, e *apiEnv) int {
 	n, _ := strconv.Atoi(string(m[1]))
 	return n
 }
+
+func TestHTTPMetricsPerRoute(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.putItem("H1", 1, 1)
+	e.T("T01", "GET", "/v1/items/H1", nil, nil)
+	e.T("T01", "GET", "/v1/items/NOPE", nil, nil)
+	m := string(e.admin("GET", "/metrics", nil).body)
+	for _, want := range []string{
+		`posedge_http_requests_total{code="200",listener="terminal",route="GET /v1/items/{barcode}"} 1`,
+		`posedge_http_requests_total{code="404",listener="terminal",route="GET /v1/items/{barcode}"} 1`,
+		`posedge_http_requests_total{code="200",listener="admin",route="PUT /admin/v1/items/{barcode}"} 1`,
+	} {
+		if !regexp.MustCompile(regexp.QuoteMeta(want)).MatchString(m) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}

@@ -206,6 +206,9 @@ func (l *Limiter) WaitStoreSync(ctx context.Context) error {
 	}
 }
 
+// Denied is how many requests the limiter denied since it started.
+func (l *Limiter) Denied() uint64 { return l.m.denied.Load() }
+
 // FallbackActive reports whether the local limiter decides, because Redis
 // did not answer or answered again less than one window ago.
 func (l *Limiter) FallbackActive() bool { return l.fb.active.Load() }

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -14,6 +15,7 @@ type metrics struct {
 	near      *prometheus.CounterVec
 	latency   prometheus.Histogram
 	fallback  prometheus.Gauge
+	denied    atomic.Uint64 // requests denied since start, for status
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -69,6 +71,7 @@ func (m *metrics) observe(d Decision, lvl, action string, took time.Duration) {
 	dec := "allowed"
 	if !d.Allowed {
 		dec = "denied"
+		m.denied.Add(1)
 	}
 	m.decisions.WithLabelValues(lvl, action, dec).Inc()
 	if d.Remaining*5 < d.Limit {
