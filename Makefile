@@ -2,34 +2,83 @@
 
 VERSION   ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -ldflags "-X main.version=$(VERSION)"
+# Shipped binaries are stripped (smaller; lintian's unstripped-binary).
+REL_LDFLAGS := -ldflags "-s -w -X main.version=$(VERSION)"
 CMDS      := ./cmd/posedge ./cmd/posedge-hq ./cmd/posedge-sim
 # os/arch[/GOARM]: the store boxes we ship to (armv7 routers included).
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/7 windows/amd64
 BENCHTIME ?= 2s
 
+# Packages: a version dpkg and rpm accept (starts with a digit; a git
+# describe such as 307b91d-dirty becomes 0.0.0~git307b91d.dirty), and the
+# MSI's numeric one.
+PKG_VERSION := $(shell echo '$(VERSION)' | sed -E 's/^v//; /^[0-9]+(\.[0-9]+)*([-.+~].*)?$$/!s/^/0.0.0~git/; s/-/./g')
+MSI_VERSION := $(shell echo '$(PKG_VERSION)' | grep -oE '^[0-9]+(\.[0-9]+){0,2}' || echo 0.0.0)
+PKG_ARCHS   := amd64 arm64
+NFPM_VERSION := v2.45.2
+TOOLS       := $(CURDIR)/bin/tools
+NFPM        := $(TOOLS)/nfpm
+# Packages whose tests build on Windows (the test harness internal/testenv
+# drives Unix processes; its users are vetted for Linux only).
+WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
+
 .DEFAULT_GOAL := help
-.PHONY: help build test check demo bench clean
+.PHONY: help build test test-tools check cross package demo bench clean
 
 help: ## list the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 build: ## build posedge, posedge-hq and posedge-sim into ./bin/
 	go build $(LDFLAGS) -o bin/ $(CMDS)
 
-test: ## the CI gate: go vet, then every test (starts its own Redis, Sentinel, NATS)
+test: ## the CI gate: go vet, every test (starts its own Redis, Sentinel, NATS), then test-tools
 	go vet ./...
-	go test -p 1 -count=1 -timeout 45m ./...
+	go test -p 1 -count=1 -timeout 45m -skip '^TestTool' ./...
+	$(MAKE) test-tools
 
-check: ## go vet, gofmt and CGO-free cross-builds into ./dist/
+test-tools: package ## outside checkers: promtool (metrics, rules), systemd-analyze verify, lintian on the .deb
+	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge
+
+check: ## go vet (Linux and Windows), gofmt and CGO-free cross-builds into ./dist/
 	go vet ./...
+	GOOS=windows go vet $(WIN_VET_PKGS)
 	@bad=$$(gofmt -l $$(find . -name '*.go' -not -path './.demo/*')); \
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
+	$(MAKE) cross
+
+cross: ## CGO-free builds for every platform into ./dist/<os>-<arch>/
 	@set -e; for p in $(PLATFORMS); do \
 		set -- $$(echo $$p | tr / ' '); \
 		out=dist/$$1-$$2$${3:+v$$3}/; \
 		echo "build $$out"; \
-		CGO_ENABLED=0 GOOS=$$1 GOARCH=$$2 GOARM=$${3:-} go build -trimpath $(LDFLAGS) -o $$out $(CMDS); \
+		CGO_ENABLED=0 GOOS=$$1 GOARCH=$$2 GOARM=$${3:-} go build -trimpath $(REL_LDFLAGS) -o $$out $(CMDS); \
 	done
+
+$(NFPM):
+	GOBIN=$(TOOLS) go install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+
+package: cross $(NFPM) ## .deb and .rpm (amd64, arm64), the Windows zip, and an MSI where wixl exists, into ./dist/
+	@set -e; mkdir -p dist/pkgdoc; \
+	printf 'posedge (%s-1) unstable; urgency=medium\n\n  * posedge %s, built from git %s.\n\n -- posedge maintainers <posedge@example.com>  %s\n' \
+		'$(PKG_VERSION)' '$(PKG_VERSION)' '$(VERSION)' "$$(LC_ALL=C date -R)" | gzip -9n > dist/pkgdoc/changelog.Debian.gz
+	@set -e; for arch in $(PKG_ARCHS); do for fmt in deb rpm; do \
+		PKG_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' PKG_BIN=dist/linux-$$arch/posedge \
+		PKG_CONFIG=configs/posedge.example.yaml PKG_CHANGELOG=dist/pkgdoc/changelog.Debian.gz \
+		$(NFPM) package --config packaging/nfpm/nfpm.yaml --packager $$fmt --target dist/; \
+	done; done
+	@set -e; stage=dist/windows-amd64-pkg/posedge; rm -rf dist/windows-amd64-pkg; mkdir -p $$stage; \
+	cp dist/windows-amd64/posedge.exe $$stage/; \
+	sed -e "s|^  path: \"/var/lib/posedge/journal.db\"|  path: 'C:\\\\ProgramData\\\\posedge\\\\journal.db'|" \
+		configs/posedge.example.yaml | sed 's/$$/\r/' > $$stage/posedge.example.yaml; \
+	sed 's/$$/\r/' packaging/windows/README.txt > $$stage/README.txt; \
+	rm -f dist/posedge_$(PKG_VERSION)_windows_amd64.zip; \
+	(cd dist/windows-amd64-pkg && zip -q -r ../posedge_$(PKG_VERSION)_windows_amd64.zip posedge); \
+	echo "dist/posedge_$(PKG_VERSION)_windows_amd64.zip"; \
+	if command -v wixl >/dev/null; then \
+		wixl --arch x64 -D Version=$(MSI_VERSION) -D SourceDir=$$stage \
+			-o dist/posedge_$(PKG_VERSION)_windows_amd64.msi packaging/windows/posedge.wxs; \
+		echo "dist/posedge_$(PKG_VERSION)_windows_amd64.msi"; \
+	else echo "no wixl (apt-get install wixl): MSI skipped"; fi
 
 demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) with simulated terminals
 	./scripts/demo.sh

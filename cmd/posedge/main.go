@@ -41,6 +41,7 @@ Usage:
   posedge check-config --config FILE     validate, print problems, exit 0/1
   posedge journal      stats|export|verify|backup DEST --config FILE
   posedge sync         now | quarantine list|retry [FLOW_NO...] --config FILE
+  posedge support-bundle [--config FILE] [--out FILE]   one archive for support
   posedge version
 `
 
@@ -79,6 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return (&journalCommand{}).Run(ctx, rest, stdout)
 	case "sync":
 		return (&syncCommand{}).Run(ctx, rest, stdout)
+	case "support-bundle":
+		return (&supportBundleCommand{}).Run(ctx, rest, stdout)
 	case "install", "uninstall", "start", "stop", "restart", "status-service":
 		return (&serviceCommand{action: cmd}).Run(ctx, rest, stdout)
 	case "version", "--version", "-v":
@@ -101,6 +104,7 @@ func loadConfig(path string) (*config.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	platformPaths(&c) // Windows: absolute paths under %ProgramData%\posedge
 	return &c, nil
 }
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"io"
-
-	"github.com/posedge/posedge/edge/daemon"
 )
 
 // runCommand is `posedge run`: the daemon in the foreground.
@@ -18,9 +16,5 @@ func (c *runCommand) Run(ctx context.Context, args []string, stderr io.Writer) e
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
-	cfg, err := loadConfig(*path)
-	if err != nil {
-		return err
-	}
-	return daemon.Run(ctx, cfg, version, newLogger(stderr, cfg))
+	return runDaemon(ctx, *path, stderr) // service_other.go, service_windows.go
 }

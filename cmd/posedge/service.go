@@ -107,7 +107,8 @@ func serviceStatusLine(st service.Status, err error) (string, int) {
 	case errors.Is(err, service.ErrNotInstalled):
 		return "not installed (install it with: posedge install --config FILE)", 4
 	case err != nil:
-		return "unknown: " + err.Error(), 4
+		// SysV scripts answer "not running" with a bare exit status.
+		return "not running, or its state is unknown (service manager: " + err.Error() + ")", 4
 	case st == service.StatusRunning:
 		return "running (posedge status tells how the store is)", 0
 	case st == service.StatusStopped:

@@ -36,10 +36,9 @@ func (c *statusCommand) Run(ctx context.Context, args []string, stdout io.Writer
 	}
 	cfg, err := config.Load(p)
 	if err != nil {
-		r := status.Report{Status: status.Unknown, Mode: "unknown",
-			Checks: []status.Check{{Name: "config", Status: status.Unknown, Detail: err.Error(), Hint: "fix the config: posedge check-config --config " + p}}}
-		return c.print(stdout, r, *asJSON)
+		return c.print(stdout, status.ConfigErrorReport(p, err.Error()), *asJSON)
 	}
+	platformPaths(&cfg)
 	r, err := fetch(ctx, &cfg, *timeout)
 	if err != nil {
 		r = offlineReport(ctx, &cfg, err)

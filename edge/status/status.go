@@ -3,6 +3,7 @@ package status
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -176,7 +177,7 @@ func Evaluate(f Facts, th Thresholds) Report {
 		add("daemon", Crit, "posedge daemon not answering: "+f.DaemonError,
 			"is the posedge service running? (systemctl status posedge / posedge status-service); check its log")
 	} else {
-		add("daemon", OK, fmt.Sprintf("posedge %s up %s", f.Version, time.Duration(f.UptimeSeconds)*time.Second), "")
+		add("daemon", OK, fmt.Sprintf("posedge %s up %s", f.Version, human(time.Duration(f.UptimeSeconds)*time.Second)), "")
 	}
 	r.Redis = RedisReport{OK: f.Redis.OK, Master: f.Redis.Master, Replicas: f.Redis.Replicas, Error: f.Redis.Error,
 		Sentinels: f.Redis.Sentinels, UsedMemory: f.Redis.UsedMemory, MaxMemory: f.Redis.MaxMemory}
@@ -201,7 +202,7 @@ func Evaluate(f Facts, th Thresholds) Report {
 		switch {
 		case !f.Redis.OK:
 			add("redis", Crit, "Redis master unreachable or refusing writes: "+f.Redis.Error,
-				"sales continue in degraded mode; check the redis-server and redis-sentinel services"+masterHint(f.Redis.Master))
+				"sales go on in degraded mode; check redis-server and redis-sentinel"+masterHint(f.Redis.Master))
 		default:
 			add("redis", OK, "master "+f.Redis.Master+" answers and takes writes", "")
 		}
@@ -212,7 +213,21 @@ func Evaluate(f Facts, th Thresholds) Report {
 			add("replicas", OK, fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas), "")
 		}
 		if f.Redis.SentinelsAll > 0 {
-			add("sentinels", OK, fmt.Sprintf("%d of %d sentinels answer", f.Redis.Sentinels, f.Redis.SentinelsAll), "")
+			// Informational: the contract lets no Sentinel rule turn a store
+			// WARN, but a technician should see a lost quorum coming.
+			detail := fmt.Sprintf("%d of %d sentinels answer", f.Redis.Sentinels, f.Redis.SentinelsAll)
+			if quorum := f.Redis.SentinelsAll/2 + 1; f.Redis.Sentinels < quorum {
+				detail += fmt.Sprintf("; a failover needs %d (check redis-sentinel)", quorum)
+			}
+			add("sentinels", OK, detail, "")
+		}
+		if f.Redis.OK && f.Redis.ClockSkew != 0 {
+			skew := f.Redis.ClockSkew.Round(time.Millisecond)
+			detail := "host and Redis clocks agree"
+			if skew > time.Second || skew < -time.Second {
+				detail = fmt.Sprintf("host clock differs from Redis by %v (check NTP on both)", skew)
+			}
+			add("clock", OK, detail, "")
 		}
 		if f.Redis.MaxMemory > 0 {
 			pct := float64(f.Redis.UsedMemory) * 100 / float64(f.Redis.MaxMemory)
@@ -238,8 +253,8 @@ func Evaluate(f Facts, th Thresholds) Report {
 
 	switch {
 	case !f.HQ.Connected && f.HQ.Backlog > 0 && th.BacklogCritAge > 0 && oldestAge > th.BacklogCritAge:
-		add("hq", Crit, fmt.Sprintf("HQ unreachable; %d transactions waiting, oldest %s", f.HQ.Backlog, oldestAge.Round(time.Second)),
-			"check the WAN link and hq.nats_url; sales are safe in the journal (back it up: posedge journal backup)")
+		add("hq", Crit, fmt.Sprintf("HQ unreachable; %d transactions waiting, oldest %s", f.HQ.Backlog, human(oldestAge)),
+			"check the WAN and hq.nats_url; sales are safe in the journal (posedge journal backup)")
 	case !f.HQ.Connected && f.HQ.Backlog > 0:
 		add("hq", Warn, fmt.Sprintf("HQ unreachable; %d transactions waiting", f.HQ.Backlog),
 			"check the WAN link and hq.nats_url; they are sent when it returns")
@@ -262,15 +277,15 @@ func Evaluate(f Facts, th Thresholds) Report {
 	}
 	if th.QuotaBytes > 0 && f.Journal.SizeBytes > th.QuotaBytes {
 		add("journal_quota", Warn, fmt.Sprintf("journal %s is over its quota %s", bytesHuman(f.Journal.SizeBytes), bytesHuman(th.QuotaBytes)),
-			"is HQ acknowledging? acknowledged rows are pruned after journal.retention")
+			"is HQ acknowledging? synced rows are pruned after journal.retention")
 	}
 	if f.Journal.Quarantined > 0 {
 		add("quarantine", Warn, fmt.Sprintf("%d transactions refused by HQ", f.Journal.Quarantined),
-			"posedge sync quarantine list; fix at HQ, then posedge sync quarantine retry")
+			"list: posedge sync quarantine list; resend: posedge sync quarantine retry")
 	}
 	if f.Reconciliation > 0 {
 		add("reconciliation", Warn, fmt.Sprintf("%d differences between Redis and the journal corrected", f.Reconciliation),
-			"see the log for what differed; stock drift means a sale bypassed posedge")
+			"see the log for what differed; stock drift: a sale bypassed posedge")
 	}
 	if len(f.Terminals) > 0 {
 		ids := make([]string, 0, len(f.Terminals))
@@ -279,12 +294,7 @@ func Evaluate(f Facts, th Thresholds) Report {
 			ids = append(ids, id)
 			r.Terminals[id] = at.UTC().Format(time.RFC3339)
 		}
-		sort.Strings(ids)
-		detail := ""
-		for _, id := range ids {
-			detail += fmt.Sprintf("%s %s ago; ", id, f.Now.Sub(f.Terminals[id]).Round(time.Second))
-		}
-		add("terminals", OK, detail[:len(detail)-2], "")
+		add("terminals", OK, terminalsDetail(f.Now, f.Terminals, ids), "")
 	}
 
 	r.Status = OK
@@ -294,6 +304,41 @@ func Evaluate(f Facts, th Thresholds) Report {
 		}
 	}
 	return r
+}
+
+// terminalsDetail keeps the line short for a store with many tills:
+// up to four are listed, else the count, the newest and the stalest (the
+// JSON has them all).
+func terminalsDetail(now time.Time, seen map[string]time.Time, ids []string) string {
+	ago := func(id string) string { return fmt.Sprintf("%s %s ago", id, human(now.Sub(seen[id]))) }
+	sort.Strings(ids)
+	if len(ids) <= 4 {
+		parts := make([]string, len(ids))
+		for i, id := range ids {
+			parts[i] = ago(id)
+		}
+		return "last seen: " + strings.Join(parts, ", ")
+	}
+	byAge := append([]string(nil), ids...)
+	sort.SliceStable(byAge, func(i, j int) bool { return seen[byAge[i]].After(seen[byAge[j]]) })
+	return fmt.Sprintf("%d seen; newest %s, stalest %s", len(ids), ago(byAge[0]), ago(byAge[len(byAge)-1]))
+}
+
+// human is a duration as a technician reads it: 41s, 12m5s, 2h5m, 3d4h.
+func human(d time.Duration) string {
+	if d < 0 {
+		d = 0
+	}
+	d = d.Round(time.Second)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%ds", int(d/time.Minute), int(d%time.Minute/time.Second))
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
+	}
+	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
 func masterHint(m string) string {
@@ -314,4 +359,13 @@ func bytesHuman(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// ConfigErrorReport is the UNKNOWN report of a status command that cannot
+// read its config: it knows neither where the daemon listens nor where
+// the journal is.
+func ConfigErrorReport(path, err string) Report {
+	return Report{Status: Unknown, Mode: "unknown",
+		Checks: []Check{{Name: "config", Status: Unknown, Detail: err,
+			Hint: "fix the config, then check it: posedge check-config --config " + path}}}
 }

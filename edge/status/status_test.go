@@ -1,0 +1,188 @@
+package status
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var now = time.Date(2026, 11, 30, 14, 5, 0, 0, time.UTC)
+
+func ago(d time.Duration) *time.Time { t := now.Add(-d); return &t }
+
+// healthy is the contract's OK store: master and both replicas answer,
+// normal mode, connected to HQ with a draining backlog, disk to spare.
+func healthy() Facts {
+	return Facts{
+		Now: now, DaemonUp: true, Version: "1.4.0", StoreID: "S001", UptimeSeconds: 3*86400 + 4*3600,
+		Redis: RedisFacts{OK: true, Master: "10.0.0.5:6379", Replicas: 2, WantReplicas: 2,
+			UsedMemory: 120 << 20, MaxMemory: 512 << 20, Sentinels: 3, SentinelsAll: 3, ClockSkew: 2 * time.Millisecond},
+		HQ: HQFacts{Connected: true, LastSyncAt: ago(2 * time.Second), Backlog: 3, BacklogBytes: 2100,
+			OldestUnsynced: ago(time.Second), RatePerSec: 4.5},
+		Journal:       JournalFacts{Path: "/var/lib/posedge/journal.db", SizeBytes: 48 << 20, DiskFree: 20 << 30, Rows: 18234},
+		LimiterDenied: 12,
+		Terminals: map[string]time.Time{"T01": now.Add(-3 * time.Second), "T02": now.Add(-41 * time.Second),
+			"T03": now.Add(-2 * time.Hour)},
+	}
+}
+
+func thresholds() Thresholds {
+	return Thresholds{WarnFreeBytes: 1 << 30, CritFreeBytes: 256 << 20, QuotaBytes: 2 << 30, BacklogCritAge: time.Hour}
+}
+
+// Every rule of contract §1, one at a time on an otherwise healthy store:
+// the level of the report, its exit code, and the check that says why.
+func TestEveryContractRule(t *testing.T) {
+	cases := []struct {
+		name  string
+		edit  func(*Facts)
+		level string
+		check string // the check carrying the level
+		mode  string
+	}{
+		{"healthy store", func(*Facts) {}, OK, "", "normal"},
+		{"daemon unreachable", func(f *Facts) {
+			*f = Facts{Now: now, DaemonError: "connection refused", StoreID: "S001",
+				Journal: JournalFacts{Path: "/j.db", DiskFree: 20 << 30, Rows: 10}}
+		}, Crit, "daemon", "normal"},
+		{"redis master unreachable", func(f *Facts) {
+			f.Redis.OK, f.Redis.Error, f.Degraded = false, "dial tcp 10.0.0.5:6379: connection refused", true
+		}, Crit, "redis", "degraded"},
+		{"redis refusing writes (READONLY)", func(f *Facts) {
+			f.Redis.OK, f.Redis.Error = false, "the node answering is a slave, not the master"
+		}, Crit, "redis", "degraded"},
+		{"degraded mode while redis answers again", func(f *Facts) { f.Degraded = true }, Crit, "mode", "degraded"},
+		{"hq unreachable with a backlog", func(f *Facts) {
+			f.HQ.Connected, f.HQ.Backlog, f.HQ.OldestUnsynced = false, 120, ago(10*time.Minute)
+		}, Warn, "hq", "normal"},
+		{"hq unreachable, backlog older than backlog_crit_age", func(f *Facts) {
+			f.HQ.Connected, f.HQ.Backlog, f.HQ.OldestUnsynced = false, 5000, ago(61*time.Minute)
+		}, Crit, "hq", "normal"},
+		{"fewer replicas than redis.replicas", func(f *Facts) { f.Redis.Replicas = 1 }, Warn, "replicas", "normal"},
+		{"free disk under warn_free_bytes", func(f *Facts) { f.Journal.DiskFree = 900 << 20 }, Warn, "disk", "normal"},
+		{"free disk under crit_free_bytes", func(f *Facts) { f.Journal.DiskFree = 100 << 20 }, Crit, "disk", "normal"},
+		{"redis memory above 85% of maxmemory", func(f *Facts) { f.Redis.UsedMemory = 450 << 20 }, Warn, "redis_memory", "normal"},
+		{"journal over its quota", func(f *Facts) { f.Journal.SizeBytes = 3 << 30 }, Warn, "journal_quota", "normal"},
+		{"quarantined messages", func(f *Facts) { f.Journal.Quarantined = 2 }, Warn, "quarantine", "normal"},
+		{"reconciliation differences", func(f *Facts) { f.Reconciliation = 1 }, Warn, "reconciliation", "normal"},
+		{"journal unreadable", func(f *Facts) { f.Journal.Error = "database disk image is malformed" }, Crit, "journal", "normal"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := healthy()
+			tc.edit(&f)
+			r := Evaluate(f, thresholds())
+			if r.Status != tc.level || r.Mode != tc.mode {
+				t.Fatalf("status %s mode %s, want %s %s; checks %+v", r.Status, r.Mode, tc.level, tc.mode, r.Checks)
+			}
+			want := map[string]int{OK: 0, Warn: 1, Crit: 2}[tc.level]
+			if got := ExitCode(r.Status); got != want {
+				t.Fatalf("exit code %d, want %d", got, want)
+			}
+			for _, c := range r.Checks {
+				if c.Status != OK && c.Name != tc.check && !(tc.check == "redis" && c.Name == "mode") {
+					t.Errorf("check %s is %s too: %s", c.Name, c.Status, c.Detail)
+				}
+				if c.Status != OK && c.Hint == "" {
+					t.Errorf("check %s is %s without a hint", c.Name, c.Status)
+				}
+			}
+			if tc.check != "" && level(r, tc.check) != tc.level {
+				t.Fatalf("check %s is %q, want %s; checks %+v", tc.check, level(r, tc.check), tc.level, r.Checks)
+			}
+		})
+	}
+}
+
+// Only the contract's rules may turn a healthy store WARN: every other
+// fact, however odd, leaves it OK.
+func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
+	cases := map[string]func(*Facts){
+		"terminal silent for days":           func(f *Facts) { f.Terminals["T09"] = now.Add(-72 * time.Hour) },
+		"many terminals":                     func(f *Facts) { f.Terminals = manyTerminals(40) },
+		"no terminal seen yet":               func(f *Facts) { f.Terminals = nil },
+		"limiter denying a lot":              func(f *Facts) { f.LimiterDenied = 1_000_000 },
+		"fallback limiter flag":              func(f *Facts) { f.FallbackActive = true },
+		"one sentinel answers":               func(f *Facts) { f.Redis.Sentinels = 1 },
+		"no sentinel configured":             func(f *Facts) { f.Redis.SentinelsAll, f.Redis.Sentinels = 0, 0 },
+		"clock skew of minutes":              func(f *Facts) { f.Redis.ClockSkew = 4 * time.Minute },
+		"more replicas than wanted":          func(f *Facts) { f.Redis.Replicas = 4 },
+		"no maxmemory":                       func(f *Facts) { f.Redis.MaxMemory = 0 },
+		"redis memory at 85% exactly":        func(f *Facts) { f.Redis.UsedMemory = f.Redis.MaxMemory * 85 / 100 },
+		"large draining backlog, old oldest": func(f *Facts) { f.HQ.Backlog, f.HQ.OldestUnsynced = 90_000, ago(5*time.Hour) },
+		"empty backlog":                      func(f *Facts) { f.HQ.Backlog, f.HQ.OldestUnsynced = 0, nil },
+		"never synced yet":                   func(f *Facts) { f.HQ.LastSyncAt = nil },
+		"hq unreachable, nothing waiting":    func(f *Facts) { f.HQ.Connected, f.HQ.Backlog, f.HQ.OldestUnsynced = false, 0, nil },
+		"just started":                       func(f *Facts) { f.UptimeSeconds = 0 },
+		"no quota":                           func(f *Facts) { f.Journal.SizeBytes = 50 << 30 },
+		"disk exactly at warn":               func(f *Facts) { f.Journal.DiskFree = 1 << 30 },
+		"unapplied rows (redis catching up)": func(f *Facts) { f.Journal.Unapplied = 3 },
+		"hq last error kept after reconnect": func(f *Facts) { f.HQ.LastError = "nats: timeout" },
+	}
+	for name, edit := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := healthy()
+			edit(&f)
+			th := thresholds()
+			if name == "no quota" {
+				th.QuotaBytes = 0
+			}
+			r := Evaluate(f, th)
+			if r.Status != OK || ExitCode(r.Status) != 0 {
+				t.Fatalf("status %s, want ok; checks %+v", r.Status, r.Checks)
+			}
+		})
+	}
+}
+
+func TestExitCodes(t *testing.T) {
+	for level, code := range map[string]int{OK: 0, Warn: 1, Crit: 2, Unknown: 3, "": 3, "bogus": 3} {
+		if got := ExitCode(level); got != code {
+			t.Errorf("ExitCode(%q) = %d, want %d", level, got, code)
+		}
+	}
+}
+
+// The worst is what the report says: crit beats unknown beats warn.
+func TestWorstCheckWins(t *testing.T) {
+	f := healthy()
+	f.Redis.Replicas = 1          // warn
+	f.Journal.DiskFree = 10 << 20 // crit
+	if r := Evaluate(f, thresholds()); r.Status != Crit {
+		t.Fatalf("status %s, want crit", r.Status)
+	}
+}
+
+// The JSON keys of contract §1 are all there.
+func TestReportHasTheContractFields(t *testing.T) {
+	r := Evaluate(healthy(), thresholds())
+	if r.Version != "1.4.0" || r.StoreID != "S001" || r.UptimeSeconds == 0 || r.Redis.Master == "" || r.Redis.Replicas != 2 ||
+		!r.HQ.Connected || r.HQ.LastSyncAt == nil || r.HQ.Backlog != 3 || r.HQ.OldestUnsyncedAgeSeconds != 1 ||
+		r.Journal.Path == "" || r.Journal.DiskFreeBytes == 0 || r.Journal.Rows != 18234 || len(r.Checks) == 0 {
+		t.Fatalf("report misses contract fields: %+v", r)
+	}
+}
+
+func level(r Report, name string) string {
+	for _, c := range r.Checks {
+		if c.Name == name {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+func manyTerminals(n int) map[string]time.Time {
+	m := map[string]time.Time{}
+	for i := 1; i <= n; i++ {
+		m["T"+strings.Repeat("0", 3-len(itoa(i)))+itoa(i)] = now.Add(-time.Duration(i*i) * time.Second)
+	}
+	return m
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}
