@@ -6,20 +6,31 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/posedge/posedge/offline/journal"
 )
 
-// journalCommand is `posedge journal stats|export|verify|backup DEST`.
-// It opens the journal itself, so it works while the daemon is down;
-// backup is a consistent online copy while the daemon sells.
+// journalCommand is `posedge journal stats|export|verify|backup DEST` and
+// `posedge journal rebuild-counters --date YYYYMMDD`. The first four open
+// the journal themselves, so they work while the daemon is down; backup is
+// a consistent online copy while the daemon sells. rebuild-counters asks
+// the running daemon to reconcile a day's Redis counters and the stock
+// with the journal now (it also does so at start and after each day).
 type journalCommand struct{}
 
 func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return &exitError{code: 2, err: fmt.Errorf("usage: posedge journal stats|export|verify|backup DEST --config FILE")}
+		return &exitError{code: 2, err: fmt.Errorf("usage: posedge journal stats|export|verify|backup DEST|rebuild-counters [--date YYYYMMDD] --config FILE")}
 	}
 	sub := args[0]
+	if sub == "rebuild-counters" {
+		return rebuildCounters(ctx, args[1:], stdout)
+	}
 	fs := flag.NewFlagSet("posedge journal "+sub, flag.ContinueOnError)
 	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -59,7 +70,69 @@ func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Write
 		fmt.Fprintf(stdout, "journal copied to %s\n", fs.Arg(0))
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown journal command %q (stats, export, verify, backup)", sub)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown journal command %q (stats, export, verify, backup, rebuild-counters)", sub)}
+}
+
+// rebuildCounters is `posedge journal rebuild-counters --date YYYYMMDD`:
+// POST /admin/v1/reconcile on the running daemon, which corrects Redis's
+// counters of that day and the stock from the journal under the store's
+// reconciliation lock, and prints what it found. Exit 0 when Redis
+// agreed or was corrected, 1 when the run could not happen.
+func rebuildCounters(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("posedge journal rebuild-counters", flag.ContinueOnError)
+	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	date := fs.String("date", "", "business day YYYYMMDD (default today in the store's timezone)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		return &exitError{code: 2, err: fmt.Errorf("usage: posedge journal rebuild-counters [--date YYYYMMDD] --config FILE")}
+	}
+	if *date != "" {
+		if _, err := time.Parse("20060102", *date); err != nil || len(*date) != 8 {
+			return &exitError{code: 2, err: fmt.Errorf("--date must be YYYYMMDD, got %q", *date)}
+		}
+	}
+	cfg, err := loadConfig(*path)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	host := cfg.Admin.Listen
+	if strings.HasPrefix(host, "0.0.0.0:") {
+		host = "127.0.0.1:" + strings.TrimPrefix(host, "0.0.0.0:")
+	}
+	u := "http://" + host + "/admin/v1/reconcile"
+	if *date != "" {
+		u += "?date=" + url.QueryEscape(*date)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return err
+	}
+	if cfg.Admin.TokenFile != "" {
+		b, err := os.ReadFile(cfg.Admin.TokenFile)
+		if err != nil {
+			return fmt.Errorf("admin.token_file: %w", err)
+		}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("ask the daemon at %s to rebuild the counters (is posedge running? it also reconciles at start): %w", host, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return fmt.Errorf("the daemon answered %s: %s %s", res.Status, e.Error.Code, e.Error.Message)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return fmt.Errorf("the daemon answered something that is not a report: %w", err)
+	}
+	return printJSON(stdout, v)
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -100,6 +100,10 @@ type Config struct {
 		CritFreeBytes int64    `yaml:"crit_free_bytes"`
 		QuotaBytes    int64    `yaml:"quota_bytes"`
 		Retention     Duration `yaml:"retention"`
+		// MaxBytes caps the journal's database file (SQLite max_page_count,
+		// 4 KiB pages; the WAL comes on top). At the cap, sales are refused
+		// with 503 journal_unavailable rather than acknowledged. 0 = none.
+		MaxBytes int64 `yaml:"max_bytes"`
 	} `yaml:"journal"`
 	HQ struct {
 		NATSURL        string   `yaml:"nats_url"`
@@ -329,6 +333,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Journal.QuotaBytes < 0 {
 		add("journal.quota_bytes", "must be >= 0 (0 = no quota)")
+	}
+	if c.Journal.MaxBytes != 0 && c.Journal.MaxBytes < 1<<20 {
+		add("journal.max_bytes", "must be 0 (no cap) or at least 1048576 (1 MiB), got %d", c.Journal.MaxBytes)
+	} else if c.Journal.MaxBytes > 0 && c.Journal.QuotaBytes >= c.Journal.MaxBytes {
+		add("journal.quota_bytes", "must be below journal.max_bytes (%d) so status warns before sales are refused", c.Journal.MaxBytes)
 	}
 	if c.Journal.Retention.D() < 24*time.Hour {
 		add("journal.retention", "must be at least 24h (idempotency keys are kept 24 h), got %v", c.Journal.Retention.D())

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 	"github.com/posedge/posedge/edge/config"
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/edge/reconcile"
 	"github.com/posedge/posedge/edge/status"
 	"github.com/posedge/posedge/offline/diskspace"
 	"github.com/posedge/posedge/offline/journal"
@@ -39,6 +42,7 @@ type Daemon struct {
 	ledger  *ledger.Ledger
 	limiter *ratelimit.Limiter
 	replay  *replay.Replayer
+	rec     *reconcile.Reconciler
 	seen    *api.LastSeen
 	reg     *prometheus.Registry
 	ready   atomic.Bool
@@ -51,7 +55,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		reg: prometheus.NewRegistry()}
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{Logger: log})
+	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{Logger: log, MaxPageCount: cfg.Journal.MaxBytes / journalPageSize})
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
@@ -78,6 +82,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
+	d.rec = reconcile.New(reconcile.Config{Retention: cfg.Journal.Retention.D()}, d.ledger, d.rdb, j, log, d.reg)
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
@@ -122,6 +127,12 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	// are journaled, Redis's sequence is raised past the journal's.
 	runID := d.recover(ctx)
 	go d.ledger.Watch(ctx, 500*time.Millisecond, runID)
+	// The store-wide jobs stop before the daemon exits, so a reconciliation
+	// cut short by shutdown releases its lock instead of holding it until
+	// it expires.
+	var jobs sync.WaitGroup
+	jobs.Go(func() { d.rec.Loop(ctx) })
+	jobs.Go(func() { d.pruneLoop(ctx) })
 	go func() {
 		if err := d.replay.Run(ctx); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("hq replay: %w", err)
@@ -142,6 +153,12 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	_ = termSrv.Shutdown(shut)
 	_ = adminSrv.Shutdown(shut)
 	cancel()
+	jobsDone := make(chan struct{})
+	go func() { jobs.Wait(); close(jobsDone) }()
+	select {
+	case <-jobsDone:
+	case <-shut.Done():
+	}
 	log.Info("posedge stopped")
 	return runErr
 }
@@ -200,7 +217,7 @@ func (d *Daemon) readyErr(ctx context.Context) error {
 func (d *Daemon) Status(ctx context.Context) status.Report {
 	f := status.Facts{Now: time.Now(), DaemonUp: true, Version: d.version, StoreID: d.cfg.StoreID,
 		UptimeSeconds: int64(time.Since(d.started) / time.Second), Degraded: d.ledger.Degraded(),
-		FallbackActive: d.limiter.FallbackActive(), Terminals: d.seen.Snapshot()}
+		FallbackActive: d.limiter.FallbackActive(), Terminals: d.seen.Snapshot(), Reconciliation: d.rec.Differences()}
 	f.Redis = redisFacts(ctx, d.cfg, d.rdb)
 	rs := d.replay.Status()
 	f.HQ = status.HQFacts{Connected: rs.Connected, LastSyncAt: rs.LastSyncAt, LastError: rs.LastError, RatePerSec: rs.RatePerSec}
@@ -228,12 +245,95 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 	return jf, hq
 }
 
-// Thresholds are the status thresholds of a config.
+// Thresholds are the status thresholds of a config. With a hard cap
+// (journal.max_bytes) and no quota, the quota is 80 % of the cap, so
+// status warns well before sales are refused.
 func Thresholds(c *config.Config) status.Thresholds {
+	quota := c.Journal.QuotaBytes
+	if quota == 0 && c.Journal.MaxBytes > 0 {
+		quota = c.Journal.MaxBytes / 10 * 8
+	}
 	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
-		QuotaBytes: c.Journal.QuotaBytes, BacklogCritAge: c.HQ.BacklogCritAge.D()}
+		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D()}
+}
+
+// journalPageSize is SQLite's default page size, which journal.max_bytes
+// is counted in.
+const journalPageSize = 4096
+
+// pruneLoop deletes, hourly, journal rows HQ acknowledged more than
+// journal.retention ago; rows HQ has not acknowledged are never deleted.
+func (d *Daemon) pruneLoop(ctx context.Context) {
+	pruned := prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_journal_pruned_rows_total",
+		Help: "Journal rows deleted after journal.retention (acknowledged by HQ only)."})
+	d.reg.MustRegister(pruned)
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		cutoff := time.Now().Add(-d.cfg.Journal.Retention.D())
+		n, err := d.j.Prune(ctx, cutoff)
+		pruned.Add(float64(n))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			d.log.Warn("prune the journal", "err", err, "deleted", n)
+		case n > 0:
+			d.log.Info("pruned acknowledged journal rows past retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (d *Daemon) extraRoutes() map[string]http.Handler {
-	return map[string]http.Handler{}
+	return map[string]http.Handler{
+		"POST /admin/v1/reconcile": http.HandlerFunc(d.reconcileNow),
+		"GET /admin/v1/reconcile": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if rep := d.rec.Last(); rep != nil {
+				writeJSON(w, http.StatusOK, rep)
+				return
+			}
+			writeError(w, http.StatusNotFound, "not_found", "no reconciliation has completed since the daemon started")
+		}),
+	}
+}
+
+// reconcileNow is POST /admin/v1/reconcile?date=YYYYMMDD (default today):
+// reconcile that business day's counters and the stock now, and answer
+// the report (what `posedge journal rebuild-counters` prints).
+func (d *Daemon) reconcileNow(w http.ResponseWriter, r *http.Request) {
+	day := r.URL.Query().Get("date")
+	if day == "" {
+		day = d.ledger.Today()
+	}
+	if _, err := time.Parse("20060102", day); err != nil || len(day) != 8 {
+		writeError(w, http.StatusBadRequest, "invalid_date", "date must be YYYYMMDD")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
+	defer cancel()
+	rep, err := d.rec.Run(ctx, []string{day})
+	switch {
+	case errors.Is(err, reconcile.ErrRunning):
+		w.Header().Set("Retry-After", "10")
+		writeError(w, http.StatusConflict, "reconcile_running", err.Error())
+	case errors.Is(err, reconcile.ErrRedisDown):
+		writeError(w, http.StatusServiceUnavailable, "redis_unavailable", err.Error())
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, "internal", "reconciliation failed: "+err.Error())
+	default:
+		writeJSON(w, http.StatusOK, rep)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, errCode, msg string) {
+	writeJSON(w, code, map[string]any{"error": map[string]string{"code": errCode, "message": msg}})
 }

@@ -94,18 +94,49 @@ func (j *Journal) Backup(ctx context.Context, dest string) error {
 }
 
 // Prune deletes acknowledged rows journaled before cutoff; rows HQ has not
-// acknowledged are never deleted.
+// acknowledged (or whose effects Redis lacks) are never deleted. It works
+// in small batches, each its own commit, so sales never wait long behind
+// it, and remembers the highest sequence number it deleted so the
+// continuity check never mistakes pruned rows for gaps.
 func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
-	var n int64
-	err := j.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`DELETE FROM txns WHERE state = 'acked' AND applied = 1 AND journaled_at < ?`, ts(cutoff))
+	const batch = 500
+	var total int64
+	for {
+		var n int64
+		err := j.write(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.Query(`DELETE FROM txns WHERE rowid IN (SELECT rowid FROM txns
+				WHERE state = 'acked' AND applied = 1 AND journaled_at < ? LIMIT ?) RETURNING seq`, ts(cutoff), batch)
+			if err != nil {
+				return err
+			}
+			var cnt, maxSeq int64
+			for rows.Next() {
+				var s int64
+				if err := rows.Scan(&s); err != nil {
+					rows.Close()
+					return err
+				}
+				cnt, maxSeq = cnt+1, max(maxSeq, s)
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil || cnt == 0 {
+				return err
+			}
+			if _, err = tx.Exec(`INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE
+				SET v = CAST(MAX(CAST(v AS INTEGER), CAST(excluded.v AS INTEGER)) AS TEXT)`, MetaPrunedMaxSeq, maxSeq); err != nil {
+				return err
+			}
+			n = cnt
+			return nil
+		})
+		total += n
 		if err != nil {
-			return err
+			return total, fmt.Errorf("prune journal: %w", err)
 		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return n, err
+		if n < batch {
+			return total, nil
+		}
+	}
 }
 
 // Export writes every transaction as one JSON line (the body answered to

@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/posedge/posedge/internal/testenv"
+)
+
+// A journal that cannot grow (journal.max_bytes → SQLite max_page_count,
+// writes fail with SQLITE_FULL): sales are refused with a clear 503
+// journal_unavailable, never acknowledged; status warns; once space
+// returns (restart with a higher cap) the tills' retries with the same
+// keys succeed exactly once, and nothing acknowledged is lost.
+func TestJournalCannotGrow(t *testing.T) {
+	s := startStore(t, testenv.StoreOptions{Limits: paced})
+	s.PutItem("J1", 45, plenty)
+	const capBytes = 1 << 20 // the smallest cap the config accepts
+	setJournalCap(t, s, capBytes)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	tl := runTills(t, ctx, s, 4, "J1", 45)
+	var probes []told
+	var stuck string // a key whose sale Redis applied but the journal refused
+	n := 0
+	testenv.WaitFor(t, 90*time.Second, "the journal to fill up", func() bool {
+		n++
+		key := fmt.Sprintf("probe-%d", n)
+		r := s.Sale("T01", key, "J1", 1, 45)
+		switch {
+		case r.Status == 201:
+			probes = append(probes, told{"T01", key, r.Flow(), 1, 45})
+		case r.Status == 503 && r.Code() == "journal_unavailable":
+			stuck = key
+			return true
+		case r.Status == 409 || r.Status == 429 || r.Err != nil:
+		default:
+			t.Fatalf("probe sale: %d %s", r.Status, r.Body)
+		}
+		return false
+	})
+	t.Logf("journal full after %d sales told", len(tl.snapshot())+len(probes))
+
+	// The same key again: refused again, never applied twice.
+	for i := 0; i < 3; i++ {
+		r := s.Sale("T01", stuck, "J1", 1, 45)
+		if r.Status != 503 || r.Code() != "journal_unavailable" {
+			t.Fatalf("retry of %s while full: %d %s", stuck, r.Status, r.Body)
+		}
+		if i == 0 {
+			t.Logf("while full: %d %s", r.Status, r.Body)
+		}
+	}
+	// Status tells the technician (quota = 80 % of the cap by default).
+	st := s.Admin("GET", "/admin/v1/status", nil).JSON()
+	if !hasCheck(st, "journal_quota", "warn") {
+		t.Fatalf("status while the journal is at its cap: %v", st["checks"])
+	}
+	told0 := len(tl.snapshot())
+
+	// Space returns: a technician raises the cap and restarts posedge.
+	if err := s.Edge.Terminate(15 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	setJournalCap(t, s, 64<<20)
+	s.StartEdge()
+	r := s.Sale("T01", stuck, "J1", 1, 45)
+	if r.Status != 201 {
+		t.Fatalf("retry of %s once space returned: %d %s", stuck, r.Status, r.Body)
+	}
+	probes = append(probes, told{"T01", stuck, r.Flow(), 1, 45})
+	testenv.WaitFor(t, 30*time.Second, "sales after the journal got room", func() bool { return len(tl.snapshot()) > told0+100 })
+	cancel()
+	got := append(tl.wait(), probes...)
+	checkTold(t, s, got, "J1", plenty)
+	rec := s.JournalRows("mode = 'recovered'")
+	if rec == 0 {
+		t.Fatal("no sale was recovered: the journal never refused a sale Redis had applied")
+	}
+	t.Logf("%d sales Redis applied while the journal refused them were journaled on retry or at start (mode recovered)", rec)
+	// The technician's command agrees: nothing to rebuild.
+	var out []byte
+	tries := 0
+	testenv.WaitFor(t, 60*time.Second, "posedge journal rebuild-counters", func() bool {
+		var err error
+		out, err = exec.Command(filepath.Join(bin, "posedge"), "journal", "rebuild-counters", "--config", s.Config,
+			"--date", time.Now().UTC().Format("20060102")).CombinedOutput()
+		if tries++; err != nil && tries%20 == 1 {
+			t.Logf("rebuild-counters: %v %s", err, out) // 409 while the start-up run holds the lock
+		}
+		return err == nil
+	})
+	var rep map[string]any
+	if err := json.Unmarshal(out, &rep); err != nil || num(rep["differences"]) != 0 || len(rep["days"].([]any)) != 1 {
+		t.Fatalf("rebuild-counters: %v %s", err, out)
+	}
+}
+
+var journalLine = regexp.MustCompile(`(?m)^journal: \{path: ("[^"]*")[^}]*\}$`)
+
+// setJournalCap restarts posedge with journal.max_bytes set.
+func setJournalCap(t *testing.T, s *testenv.Store, maxBytes int64) {
+	t.Helper()
+	b, err := os.ReadFile(s.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !journalLine.Match(b) {
+		t.Fatalf("no journal line in %s:\n%s", s.Config, b)
+	}
+	b = journalLine.ReplaceAll(b, []byte(fmt.Sprintf("journal: {path: $1, max_bytes: %d}", maxBytes)))
+	if err := os.WriteFile(s.Config, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if s.Edge.Running() {
+		if err := s.Edge.Terminate(15 * time.Second); err != nil {
+			t.Fatal(err)
+		}
+		s.StartEdge()
+	}
+}
+
+func hasCheck(status map[string]any, name, level string) bool {
+	checks, _ := status["checks"].([]any)
+	for _, c := range checks {
+		m, _ := c.(map[string]any)
+		if m["name"] == name && m["status"] == level {
+			return true
+		}
+	}
+	return false
+}

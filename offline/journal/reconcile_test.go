@@ -1,0 +1,97 @@
+package journal
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+func TestPruneKeepsUnackedAndRemembersSeq(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	for i := 1; i <= 1200; i++ {
+		if err := j.Append(ctx, sale(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var acked []string
+	for i := 1; i <= 1100; i++ {
+		acked = append(acked, sale(i).FlowNo)
+	}
+	if err := j.MarkAcked(ctx, acked...); err != nil {
+		t.Fatal(err)
+	}
+	// Row 7 is acked but its effects never reached Redis: kept.
+	if _, err := j.r.Exec(`UPDATE txns SET applied = 0 WHERE seq = 7`); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := j.Prune(ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("prune of nothing old enough: %d %v", n, err)
+	}
+	n, err := j.Prune(ctx, time.Now().Add(time.Second))
+	if err != nil || n != 1099 {
+		t.Fatalf("pruned %d (%v), want 1099 in batches", n, err)
+	}
+	st, _ := j.Stats(ctx)
+	if st.Rows != 101 || st.Backlog != 100 {
+		t.Fatalf("after prune: %+v", st)
+	}
+	if m, _ := j.MetaInt(ctx, MetaPrunedMaxSeq); m != 1100 {
+		t.Fatalf("pruned max seq %d", m)
+	}
+	var lines int
+	_ = j.r.QueryRow(`SELECT COUNT(*) FROM txn_lines`).Scan(&lines)
+	if lines != 101 {
+		t.Fatalf("%d lines left: the cascade did not follow", lines)
+	}
+}
+
+func TestReconcileQueries(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	if err := j.PutItem(ctx, Item{Barcode: "A", Name: "a", PriceCents: 199, Stock: 100, UpdatedAt: time.Now().Add(-time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{1, 2, 3, 5, 6, 9} {
+		if err := j.Append(ctx, sale(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deg := sale(100)
+	deg.FlowNo, deg.Seq, deg.IdemKey, deg.Mode, deg.Applied = "2000000000000001", 0, "deg", ModeDegraded, false
+	if err := j.Append(ctx, deg); err != nil {
+		t.Fatal(err)
+	}
+	rows, _ := j.DayTotalsUpTo(ctx, "20261130", 5)
+	if len(rows) != 1 || rows[0].Totals.Sales != 4 || rows[0].Totals.SalesCents != 4*199 {
+		t.Fatalf("totals up to seq 5 (degraded unapplied left out): %+v", rows)
+	}
+	if d, _ := j.UnappliedDays(ctx); !d["20261130"] || len(d) != 1 {
+		t.Fatalf("unapplied days %v", d)
+	}
+	if m, _ := j.MissingSeqs(ctx, 0, 9); m != 3 {
+		t.Fatalf("missing in (0,9]: %d", m)
+	}
+	if g, _ := j.SeqGaps(ctx, 1, 9); len(g) != 2 || g[0] != (SeqGap{4, 4}) || g[1] != (SeqGap{7, 8}) {
+		t.Fatalf("gaps %v", g)
+	}
+	if err := j.MarkApplied(ctx, deg.FlowNo); err != nil {
+		t.Fatal(err)
+	}
+	items, err := j.ExpectedStock(ctx, 6)
+	if err != nil || len(items) != 1 || items[0].Expected != 100-6 || items[0].Moves != 6 {
+		t.Fatalf("expected stock up to seq 6 with the degraded sale applied: %+v %v", items, err)
+	}
+	if d, _ := j.FirstBusinessDay(ctx); d != "20261130" {
+		t.Fatalf("first day %q", d)
+	}
+	if err := j.SetMeta(ctx, "k", "1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.SetMeta(ctx, "k", "2"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := j.Meta(ctx, "k"); !ok || v != "2" {
+		t.Fatalf("meta %q %v", v, ok)
+	}
+}
