@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -39,6 +40,14 @@ func TestSaleIsJournaledBeforeAnswerAndReachesHQOnce(t *testing.T) {
 	got := s.WaitHQ([]string{flow}, 30*time.Second)
 	if got[flow] != 1 || len(got) != 1 {
 		t.Fatalf("HQ rows: %v", got)
+	}
+	// The metrics the contract names (§4) are on the admin listener.
+	metrics := string(s.Admin("GET", "/metrics", nil).Body)
+	for _, name := range []string{"posedge_ratelimit_decisions_total{", "posedge_sales_total{", "posedge_journal_backlog ",
+		"posedge_journal_oldest_unsynced_seconds ", "posedge_degraded ", "posedge_build_info{"} {
+		if !strings.Contains(metrics, "\n"+name) {
+			t.Errorf("/metrics lacks %s", name)
+		}
 	}
 }
 

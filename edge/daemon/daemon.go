@@ -55,7 +55,9 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		reg: prometheus.NewRegistry()}
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
-	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{Logger: log, MaxPageCount: cfg.Journal.MaxBytes / journalPageSize})
+	m := newDaemonMetrics(d.reg, version)
+	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{Logger: log, MaxPageCount: cfg.Journal.MaxBytes / journalPageSize,
+		OnCommit: m.observeCommit})
 	if err != nil {
 		return fmt.Errorf("open journal: %w", err)
 	}
@@ -99,12 +101,14 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		}
 		adminToken = strings.TrimSpace(string(b))
 	}
+	m.watchReplay(d.reg, d.replay)
+	httpMetrics := api.NewHTTPMetrics(d.reg)
 	term := api.NewTerminal(api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
-		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen})
+		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics})
 	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
 		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
 		Status: func(ctx context.Context) any { return d.Status(ctx) }, SyncNow: d.replay.Kick,
-		Extra: d.extraRoutes(), Log: log})
+		Extra: d.extraRoutes(), Log: log, HTTP: httpMetrics})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -217,7 +221,8 @@ func (d *Daemon) readyErr(ctx context.Context) error {
 func (d *Daemon) Status(ctx context.Context) status.Report {
 	f := status.Facts{Now: time.Now(), DaemonUp: true, Version: d.version, StoreID: d.cfg.StoreID,
 		UptimeSeconds: int64(time.Since(d.started) / time.Second), Degraded: d.ledger.Degraded(),
-		FallbackActive: d.limiter.FallbackActive(), Terminals: d.seen.Snapshot(), Reconciliation: d.rec.Differences()}
+		FallbackActive: d.limiter.FallbackActive(), LimiterDenied: int64(d.limiter.Denied()), Terminals: d.seen.Snapshot(),
+		Reconciliation: d.rec.Differences()}
 	f.Redis = redisFacts(ctx, d.cfg, d.rdb)
 	rs := d.replay.Status()
 	f.HQ = status.HQFacts{Connected: rs.Connected, LastSyncAt: rs.LastSyncAt, LastError: rs.LastError, RatePerSec: rs.RatePerSec}
@@ -229,6 +234,7 @@ func (d *Daemon) Status(ctx context.Context) status.Report {
 // and fills the backlog part of hq from them.
 func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (status.JournalFacts, status.HQFacts) {
 	jf := status.JournalFacts{Path: j.Path()}
+	jf.DiskFree = -1
 	if free, err := diskspace.Free(j.Path()); err == nil {
 		jf.DiskFree = free
 	}

@@ -83,6 +83,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		failovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_redis_master_changes_total",
 			Help: "Redis master changes seen (Sentinel failover or restart); each triggers a repair from the journal."}),
 	}
+	for _, kind := range []string{"sale", "refund"} {
+		for _, mode := range []string{journal.ModeNormal, journal.ModeDegraded, journal.ModeRecovered} {
+			m.sales.WithLabelValues(kind, mode) // every series exists from the start, at 0
+		}
+	}
 	if reg != nil {
 		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered)
 	}

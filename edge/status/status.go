@@ -91,7 +91,7 @@ type HQFacts struct {
 type JournalFacts struct {
 	Path        string
 	SizeBytes   int64
-	DiskFree    int64
+	DiskFree    int64 // -1: could not be read
 	Rows        int64
 	Quarantined int64
 	Unapplied   int64
@@ -267,6 +267,8 @@ func Evaluate(f Facts, th Thresholds) Report {
 	switch {
 	case f.Journal.Error != "":
 		add("journal", Crit, "journal unreadable: "+f.Journal.Error, "check journal.path and its disk")
+	case f.Journal.DiskFree < 0:
+		add("disk", OK, fmt.Sprintf("free space unknown (could not read it); journal %s, %d rows", bytesHuman(f.Journal.SizeBytes), f.Journal.Rows), "")
 	case th.CritFreeBytes > 0 && f.Journal.DiskFree < th.CritFreeBytes:
 		add("disk", Crit, fmt.Sprintf("%s free on the journal's disk", bytesHuman(f.Journal.DiskFree)),
 			"free disk space now: sales are refused when the journal cannot grow")

@@ -80,6 +80,7 @@ type Options struct {
 	MaxBatch     int           // transactions sharing one commit; default 128
 	MaxPageCount int64         // SQLite max_page_count, 0 = unlimited (tests fill the disk with it)
 	ReadOnly     bool          // for `posedge status` when the daemon is down
+	OnCommit     func(n int)   // called after each durable commit with the number of writes it held (metrics)
 	Logger       *slog.Logger
 }
 
@@ -209,6 +210,7 @@ CREATE TABLE IF NOT EXISTS txns (
 CREATE INDEX IF NOT EXISTS txns_outbox ON txns(state) WHERE state IN ('pending','sent');
 CREATE INDEX IF NOT EXISTS txns_unapplied ON txns(applied) WHERE applied = 0;
 CREATE INDEX IF NOT EXISTS txns_day ON txns(business_day);
+CREATE INDEX IF NOT EXISTS txns_seq ON txns(seq);
 CREATE INDEX IF NOT EXISTS txns_original ON txns(original_flow_no) WHERE original_flow_no != '';
 CREATE TABLE IF NOT EXISTS txn_lines (
 	flow_no     TEXT NOT NULL REFERENCES txns(flow_no) ON DELETE CASCADE,
@@ -323,8 +325,11 @@ func (j *Journal) commit(batch []*writeReq) {
 		if err := r.fn(tx); err != nil {
 			results[i] = classify(err)
 			if _, rerr := tx.Exec("ROLLBACK TO w"); rerr != nil {
+				// SQLite already rolled the whole transaction back (it does
+				// on SQLITE_FULL and I/O errors): nothing of this batch is
+				// durable; say why in the request's own words.
 				tx.Rollback()
-				fail(fmt.Errorf("%w: rollback to savepoint: %v", ErrUnavailable, rerr))
+				fail(fmt.Errorf("%w: %v", ErrUnavailable, err))
 				return
 			}
 		}
@@ -339,6 +344,9 @@ func (j *Journal) commit(batch []*writeReq) {
 		j.log.Error("journal commit failed", "err", err, "batch", len(batch))
 		fail(fmt.Errorf("%w: commit: %v", ErrUnavailable, err))
 		return
+	}
+	if j.opt.OnCommit != nil {
+		j.opt.OnCommit(len(batch))
 	}
 	for i, r := range batch {
 		r.done <- results[i]
