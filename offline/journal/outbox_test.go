@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -147,5 +148,65 @@ func TestOutboxOrderAcrossStates(t *testing.T) {
 	}
 	if err := j.MarkAcked(ctx, "no-such-flow"); err != nil {
 		t.Fatalf("marking an unknown flow number: %v", err)
+	}
+}
+
+// TestSentMarkAndRowAcks: MarkSentThrough marks a whole batch as handed
+// to NATS with one small write (rows below it are MaybeSent, never the
+// rows after), never moves back, and stops counting once its row is
+// gone; MarkAckedRows acks by row.
+func TestSentMarkAndRowAcks(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	for i := 1; i <= 10; i++ {
+		if err := j.Append(ctx, sale(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	maybe := func() []bool {
+		t.Helper()
+		out, err := j.Outbox(ctx, 100, 1<<20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m []bool
+		for _, o := range out {
+			m = append(m, o.MaybeSent)
+		}
+		return m
+	}
+	if m := maybe(); len(m) != 10 || m[0] || m[9] {
+		t.Fatalf("fresh outbox: maybe sent %v", m)
+	}
+	out, _ := j.Outbox(ctx, 4, 1<<20)
+	if err := j.MarkSentThrough(ctx, out[3].RowID, out[3].FlowNo); err != nil {
+		t.Fatal(err)
+	}
+	if err := j.MarkSentThrough(ctx, out[1].RowID, out[1].FlowNo); err != nil { // never back
+		t.Fatal(err)
+	}
+	if err := j.MarkSent(ctx, sale(7).FlowNo); err != nil { // a failed publish counts too
+		t.Fatal(err)
+	}
+	want := []bool{true, true, true, true, false, false, true, false, false, false}
+	if m := maybe(); fmt.Sprint(m) != fmt.Sprint(want) {
+		t.Fatalf("maybe sent %v, want %v", m, want)
+	}
+	if err := j.MarkAckedRows(ctx, out[0].RowID, out[1].RowID); err != nil {
+		t.Fatal(err)
+	}
+	if row, _ := j.ByFlow(ctx, out[0].FlowNo); row.State != StateAcked {
+		t.Fatalf("row acked by rowid: %+v", row)
+	}
+	if m := maybe(); len(m) != 8 || !m[0] || !m[1] || m[2] {
+		t.Fatalf("after acks: maybe sent %v", m)
+	}
+	// The marked row pruned (rowids may then be reused): the mark no
+	// longer counts.
+	if _, err := j.w.Exec(`DELETE FROM txns WHERE rowid = ?`, out[3].RowID); err != nil {
+		t.Fatal(err)
+	}
+	if m := maybe(); m[0] {
+		t.Fatalf("a mark whose row is gone still counts: %v", m)
 	}
 }

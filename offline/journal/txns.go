@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -210,7 +211,50 @@ type Outgoing struct {
 	FlowNo    string
 	Body      []byte
 	CreatedAt time.Time
-	Attempts  int
+	Attempts  int // publishes that got no ack (MarkSent)
+	// MaybeSent: it was handed to NATS before (Attempts > 0, or at or
+	// below MarkSentThrough's mark) and HQ may hold it already.
+	MaybeSent bool
+}
+
+// metaSentThrough is the meta key of MarkSentThrough's mark: "<rowid>
+// <flow_no>" of the last row it covers.
+const metaSentThrough = "outbox_sent_through"
+
+// MarkSentThrough records that every outbox row up to rowID (the row of
+// flowNo) has been handed to NATS at least once: one small write per
+// batch, where a mark per row would rewrite every row of the batch. Rows
+// at or below the mark stay pending until acked, and the outbox reports
+// them MaybeSent. The mark never moves back, except past a mark whose row
+// is gone (pruned, its rowid free for reuse), which no longer counts.
+func (j *Journal) MarkSentThrough(ctx context.Context, rowID int64, flowNo string) error {
+	return j.write(ctx, func(tx *sql.Tx) error {
+		cur, err := sentThrough(ctx, tx)
+		if err != nil || cur >= rowID {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = excluded.v`,
+			metaSentThrough, strconv.FormatInt(rowID, 10)+" "+flowNo)
+		return err
+	})
+}
+
+// sentThrough reads MarkSentThrough's mark: 0 when unset, or when its row
+// is gone.
+func sentThrough(ctx context.Context, q interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}) (int64, error) {
+	var rowID int64
+	err := q.QueryRowContext(ctx, `SELECT t.rowid FROM meta m JOIN txns t
+		ON t.rowid = CAST(m.v AS INTEGER) AND t.flow_no = substr(m.v, instr(m.v, ' ') + 1)
+		WHERE m.k = ?`, metaSentThrough).Scan(&rowID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the outbox's sent mark: %w", err)
+	}
+	return rowID, nil
 }
 
 // outboxQuery reads the outbox in journal (rowid) order without sorting
@@ -237,6 +281,10 @@ func (j *Journal) Outbox(ctx context.Context, limit, maxBytes int) ([]Outgoing, 
 // replay reads its next batch while the previous one's acks are being
 // recorded.
 func (j *Journal) OutboxAfter(ctx context.Context, afterRowID int64, limit, maxBytes int) ([]Outgoing, error) {
+	sent, err := sentThrough(ctx, j.r)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := j.r.QueryContext(ctx, outboxQuery, afterRowID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
@@ -251,6 +299,7 @@ func (j *Journal) OutboxAfter(ctx context.Context, afterRowID int64, limit, maxB
 			return nil, fmt.Errorf("read outbox: %w", err)
 		}
 		o.CreatedAt = parseTS(c)
+		o.MaybeSent = o.Attempts > 0 || o.RowID <= sent
 		if len(out) > 0 && size+len(o.Body) > maxBytes {
 			break
 		}
@@ -260,7 +309,8 @@ func (j *Journal) OutboxAfter(ctx context.Context, afterRowID int64, limit, maxB
 	return out, rows.Err()
 }
 
-// MarkSent counts one more publish attempt of these rows.
+// MarkSent counts one more publish attempt of these rows that got no
+// ack (a timeout, a lost connection): they are resent, after asking HQ.
 func (j *Journal) MarkSent(ctx context.Context, flowNos ...string) error {
 	return j.updateFlows(ctx, `UPDATE txns SET state = CASE WHEN state = 'pending' THEN 'sent' ELSE state END,
 		attempts = attempts + 1 WHERE `+inFlows, flowNos)
@@ -270,6 +320,23 @@ func (j *Journal) MarkSent(ctx context.Context, flowNos ...string) error {
 func (j *Journal) MarkAcked(ctx context.Context, flowNos ...string) error {
 	return j.updateFlows(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ? WHERE `+inFlows,
 		flowNos, ts(time.Now()))
+}
+
+// MarkAckedRows is MarkAcked for outbox rows named by their RowID, which
+// spares a lookup per row: the replay's mark of every batch.
+func (j *Journal) MarkAckedRows(ctx context.Context, rowIDs ...int64) error {
+	if len(rowIDs) == 0 {
+		return nil
+	}
+	list, err := json.Marshal(rowIDs)
+	if err != nil {
+		return fmt.Errorf("encode row ids: %w", err)
+	}
+	return j.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = ?
+			WHERE rowid IN (SELECT value FROM json_each(?)) AND state IN ('pending','sent')`, ts(time.Now()), string(list))
+		return err
+	})
 }
 
 // MarkFailed keeps the last publish error of a row for status and support.

@@ -50,7 +50,7 @@ func (r *Replayer) dial() (*link, error) {
 	// (ambiguous: resent later with the same Nats-Msg-Id).
 	js, err := jetstream.New(nc,
 		jetstream.WithPublishAsyncTimeout(r.cfg.AckTimeout),
-		jetstream.WithPublishAsyncMaxPending(max(2*r.cfg.BatchSize, 256)))
+		jetstream.WithPublishAsyncMaxPending(max(4*r.cfg.BatchSize, 256))) // two batches in flight, and room
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)

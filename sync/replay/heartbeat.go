@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -102,31 +103,45 @@ func (r *Replayer) endOfDay(ctx context.Context) {
 // unreachable it returns an error wrapping ErrNotConnected, and the
 // replay publishes the day itself after HQ is back.
 func (r *Replayer) PublishManifest(ctx context.Context, day string) error {
-	if _, err := time.Parse("20060102", day); err != nil {
-		return fmt.Errorf("manifest day %q: want YYYYMMDD: %w", day, err)
-	}
-	totals, err := r.j.DayTotals(ctx, day)
+	ms, err := Manifests(ctx, r.j, r.cfg.StoreID, day)
 	if err != nil {
-		return fmt.Errorf("manifest of %s: %w", day, err)
+		return err
 	}
 	subject := wire.ManifestSubject(r.cfg.SubjectPrefix, r.cfg.StoreID)
-	sentAt := time.Now().UTC().Format(time.RFC3339Nano)
-	for _, t := range totals {
-		m := wire.Manifest{StoreID: r.cfg.StoreID, TerminalID: t.TerminalID, Date: day,
-			Sales: t.Sales, SalesCents: t.SalesCents, Refunds: t.Refunds, RefundCents: t.RefundCents,
-			FirstFlowNo: t.FirstFlowNo, LastFlowNo: t.LastFlowNo, SentAt: sentAt}
+	for _, m := range ms {
 		if err := r.publishControl(ctx, subject, m); err != nil {
 			r.mu.Lock()
 			r.manifests[day] = true
 			r.mu.Unlock()
-			return fmt.Errorf("manifest of %s, terminal %s: %w", day, t.TerminalID, err)
+			return fmt.Errorf("manifest of %s, terminal %s: %w", day, m.TerminalID, err)
 		}
 	}
 	r.mu.Lock()
 	delete(r.manifests, day)
 	r.mu.Unlock()
-	r.log.Info("day manifest published", "day", day, "terminals", len(totals))
+	r.log.Info("day manifest published", "day", day, "terminals", len(ms))
 	return nil
+}
+
+// Manifests are the manifests of a business day (YYYYMMDD), one per
+// terminal that sold or refunded that day, with the journal's figures
+// and the current time as sent_at. A read-only journal will do.
+func Manifests(ctx context.Context, j *journal.Journal, storeID, day string) ([]wire.Manifest, error) {
+	if _, err := time.Parse("20060102", day); err != nil {
+		return nil, fmt.Errorf("manifest day %q: want YYYYMMDD: %w", day, err)
+	}
+	totals, err := j.DayTotals(ctx, day)
+	if err != nil {
+		return nil, fmt.Errorf("manifest of %s: %w", day, err)
+	}
+	sentAt := time.Now().UTC().Format(time.RFC3339Nano)
+	ms := make([]wire.Manifest, 0, len(totals))
+	for _, t := range totals {
+		ms = append(ms, wire.Manifest{StoreID: storeID, TerminalID: t.TerminalID, Date: day,
+			Sales: t.Sales, SalesCents: t.SalesCents, Refunds: t.Refunds, RefundCents: t.RefundCents,
+			FirstFlowNo: t.FirstFlowNo, LastFlowNo: t.LastFlowNo, SentAt: sentAt})
+	}
+	return ms, nil
 }
 
 // publishControl publishes a heartbeat or manifest and waits for its ack.

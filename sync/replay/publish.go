@@ -22,84 +22,106 @@ import (
 // row in the journal. It returns how many rows it handled (0: the outbox
 // is empty) and an error when some rows are left to retry.
 //
-// The journal write that marks a batch's rows acked runs while the next
-// batch is read and published (the outbox is read past the rows being
-// marked), and the write that marks a batch sent runs while it is
-// published: each batch then costs about its publish alone. A crash
-// before a batch's sent mark is durable leaves its rows pending: they
-// are resent without asking HQ first, at most that one batch, and
-// stored once all the same.
+// Batches overlap as a pipeline, each step beside the next: while a full
+// batch's acks are awaited, the batch after it is read and published; a
+// batch's sent mark (one small write, MarkSentThrough) is written while
+// it is published, its acks while the next one's are awaited. A batch
+// goes out only once the sent mark of the one before is durable, so a
+// crash leaves at most one batch whose rows are resent without asking HQ
+// first; HQ stores them once all the same. A batch that is not full has
+// landed (its acks are in) when batch returns.
 func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
-	// Take the sync budget before reading the batch, not after: while
-	// the budget is short, rows pile up meanwhile and the batch that
-	// gets the hit is as full as it can be, instead of every trickle of
-	// sales spending a hit of its own.
-	peek, err := r.j.OutboxAfter(ctx, r.floor, 1, r.cfg.BatchBytes)
-	if err != nil {
-		return 0, fmt.Errorf("read outbox: %w", err)
-	}
-	if len(peek) == 0 && r.floor > 0 {
-		// Everything after the last batch is sent: finish recording it
-		// and look from the start again (rows whose ack could not be
-		// recorded, rows back from quarantine).
-		if err := r.settle(); err != nil {
-			return 0, err
-		}
-		r.floor = 0
-		if peek, err = r.j.OutboxAfter(ctx, 0, 1, r.cfg.BatchBytes); err != nil {
-			return 0, fmt.Errorf("read outbox: %w", err)
-		}
-	}
-	if len(peek) == 0 {
-		return 0, nil
-	}
-	if r.lim != nil {
-		if err := r.lim.WaitStoreSync(ctx); err != nil {
-			return 0, fmt.Errorf("wait for the store sync budget: %w", err)
-		}
-	}
-	rows, err := r.j.OutboxAfter(ctx, r.floor, r.cfg.BatchSize, r.cfg.BatchBytes)
-	if err != nil {
-		return 0, fmt.Errorf("read outbox: %w", err)
-	}
-	if len(rows) == 0 {
-		return 0, nil
+	rows, err := r.take(ctx)
+	if err != nil || len(rows) == 0 {
+		return 0, errors.Join(err, r.land(ctx))
 	}
 	handled, last := len(rows), rows[len(rows)-1].RowID
-
-	// Rows HQ could never store are set aside before anything is sent.
-	rows = slices.DeleteFunc(rows, func(o journal.Outgoing) bool {
-		if err := r.check(o); err != nil {
-			r.quarantine(ctx, o.FlowNo, err.Error())
-			return true
-		}
-		return false
-	})
 
 	// Rows sent before (a timeout, a dropped connection, a restart) may
 	// already be at HQ: ask, and resend only what it does not confirm.
 	rows, err = r.skipConfirmed(ctx, l, rows)
 	if err != nil || len(rows) == 0 {
-		return handled, err
+		return handled, errors.Join(err, r.land(ctx))
 	}
 
-	start := time.Now()
-	flows := make([]string, len(rows))
+	switch {
+	case r.inflight != nil:
+		<-r.inflight.rec.marked
+	case r.recording != nil:
+		<-r.recording.marked
+	}
+	f := r.send(ctx, l, rows)
+	r.floor = last
+	full := handled == r.cfg.BatchSize
+	if full {
+		r.readAhead(ctx, last)
+	}
+	// The batch before lands while this one is on its way.
+	err = r.land(ctx)
+	r.inflight = f
+	if full && err == nil {
+		return handled, nil
+	}
+	return handled, errors.Join(err, r.land(ctx))
+}
+
+// flight is a batch handed to the NATS client, its acks awaited.
+type flight struct {
+	rows    []journal.Outgoing
+	results []error // per row: nil once acked
+	futs    []jetstream.PubAckFuture
+	start   time.Time
+	rec     *recording
+}
+
+// send starts the batch's recording (its sent mark) and hands its rows to
+// the NATS client without waiting for acks. A row HQ could never store
+// (check) is not sent: its result wraps wire.ErrInvalid. Checking each
+// row just before its publish lets the check's decoding overlap with the
+// server's work on the rows before.
+func (r *Replayer) send(ctx context.Context, l *link, rows []journal.Outgoing) *flight {
+	f := &flight{rows: rows, results: make([]error, len(rows)), futs: make([]jetstream.PubAckFuture, len(rows)),
+		start: time.Now(), rec: r.startRecording(ctx, rows[len(rows)-1])}
 	for i, o := range rows {
-		flows[i] = o.FlowNo
+		if err := r.check(o); err != nil {
+			f.results[i] = err
+			continue
+		}
+		m := nats.NewMsg(r.subject)
+		m.Data = o.Body
+		m.Header.Set(wire.HeaderMsgID, wire.MsgID(r.cfg.StoreID, o.FlowNo))
+		m.Header.Set(wire.HeaderSchema, wire.SchemaV1)
+		fut, err := l.js.PublishMsgAsync(m)
+		if err != nil {
+			f.results[i] = err
+			continue
+		}
+		r.m.published.Inc()
+		f.futs[i] = fut
 	}
-	sent := make(chan error, 1)
-	go func() { sent <- r.j.MarkSent(ctx, flows...) }()
-	results := r.publish(ctx, l, rows)
-	sentErr := <-sent
+	r.mu.Lock()
+	r.st.Sent += uint64(len(rows) - countErrs(f.results))
+	r.mu.Unlock()
+	return f
+}
 
-	var acked []string
+// land waits for the acks of the batch in flight, if any, and records
+// its outcome: acked rows, quarantined ones, and those left to resend,
+// after which the outbox is read from its start again.
+func (r *Replayer) land(ctx context.Context) error {
+	f := r.inflight
+	if f == nil {
+		return nil
+	}
+	r.inflight = nil
+	r.wait(ctx, f)
+	var acked []int64
 	failed := map[string][]string{} // reason → rows
 	var firstErr error
-	for i, o := range rows {
-		err := results[i]
+	for i, o := range f.rows {
+		err := f.results[i]
 		if err == nil {
-			acked = append(acked, o.FlowNo)
+			acked = append(acked, o.RowID)
 			continue
 		}
 		if reason, ok := permanent(err); ok {
@@ -107,50 +129,209 @@ func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 			continue
 		}
 		if ctx.Err() != nil {
-			continue // shutting down: the row stays sent, HQ is asked about it at the next start
+			continue // shutting down: the row stays in the outbox, covered by the sent mark: HQ is asked about it at the next start
 		}
 		r.m.errors.WithLabelValues(errKind(err)).Inc()
 		failed[err.Error()] = append(failed[err.Error()], o.FlowNo)
 		if firstErr == nil {
 			firstErr = fmt.Errorf("publish %s (%d of %d rows without ack, resent later): %w",
-				wire.MsgID(r.cfg.StoreID, o.FlowNo), countErrs(results), len(rows), err)
+				wire.MsgID(r.cfg.StoreID, o.FlowNo), countErrs(f.results), len(f.rows), err)
 		}
 	}
-	r.m.batch.Observe(time.Since(start).Seconds())
+	r.m.batch.Observe(time.Since(f.start).Seconds())
 
-	// One batch's marks at a time, in order: the previous batch's
-	// acks are recorded before this one's.
+	// One batch's outcome at a time, in order.
 	prevErr := r.settle()
-	if sentErr != nil {
-		// Not marked sent: the rows stay pending and are resent whatever
-		// HQ got (it stores each once); their acks are not recorded
-		// either, so that no row is acked without its sent mark.
-		r.floor = 0
-		return handled, errors.Join(fmt.Errorf("mark batch sent: %w", sentErr), prevErr)
-	}
+	f.rec.outcome <- outcome{acked, failed}
 	if firstErr != nil || prevErr != nil || ctx.Err() != nil {
-		// Recorded now, and the rows left are read again from the start.
+		r.dropAhead()
 		r.floor = 0
-		return handled, errors.Join(firstErr, prevErr, r.record(ctx, acked, failed))
+		<-f.rec.done
+		return errors.Join(firstErr, prevErr, f.rec.err)
 	}
-	rec := &recording{done: make(chan struct{})}
+	r.recording = f.rec
+	r.landed = true
+	return nil
+}
+
+// wait waits for every ack of a batch, at most AckTimeout: f.results[i]
+// is nil when row i's own ack arrived.
+func (r *Replayer) wait(ctx context.Context, f *flight) {
+	// The client fails each publish after AckTimeout; the timer is a
+	// backstop a little later.
+	t := time.NewTimer(r.cfg.AckTimeout + time.Second)
+	defer t.Stop()
+	expired := false
+	for i, fut := range f.futs {
+		if fut == nil {
+			continue
+		}
+		if expired {
+			select {
+			case <-fut.Ok():
+			case err := <-fut.Err():
+				f.results[i] = err
+			default:
+				f.results[i] = jetstream.ErrAsyncPublishTimeout
+			}
+			continue
+		}
+		select {
+		case <-fut.Ok():
+		case err := <-fut.Err():
+			f.results[i] = err
+		case <-t.C:
+			expired = true
+			f.results[i] = jetstream.ErrAsyncPublishTimeout
+		case <-ctx.Done():
+			expired = true
+			f.results[i] = ctx.Err()
+		}
+	}
+}
+
+// take charges the sync budget and reads the next batch: the rows read
+// ahead while the last batch's acks were awaited, or else from the
+// outbox, past the rows whose acks are being recorded.
+func (r *Replayer) take(ctx context.Context) ([]journal.Outgoing, error) {
+	if ahead := r.dropAhead(); len(ahead) > 0 {
+		if err := r.chargeLanding(ctx); err != nil {
+			return nil, err
+		}
+		return ahead, nil
+	}
+	// Take the sync budget before reading the batch, not after: while
+	// the budget is short, rows pile up meanwhile and the batch that
+	// gets the hit is as full as it can be, instead of every trickle of
+	// sales spending a hit of its own.
+	peek, err := r.j.OutboxAfter(ctx, r.floor, 1, r.cfg.BatchBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	if len(peek) == 0 && r.floor > 0 {
+		// Everything after the last batch is sent: land it, finish
+		// recording it and look from the start again (rows whose ack
+		// could not be recorded, rows back from quarantine).
+		if err := errors.Join(r.land(ctx), r.settle()); err != nil {
+			return nil, err
+		}
+		r.floor = 0
+		if peek, err = r.j.OutboxAfter(ctx, 0, 1, r.cfg.BatchBytes); err != nil {
+			return nil, fmt.Errorf("read outbox: %w", err)
+		}
+	}
+	if len(peek) == 0 {
+		return nil, nil
+	}
+	if err := r.charge(ctx); err != nil {
+		return nil, err
+	}
+	rows, err := r.j.OutboxAfter(ctx, r.floor, r.cfg.BatchSize, r.cfg.BatchBytes)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox: %w", err)
+	}
+	return rows, nil
+}
+
+// charge takes one hit of the store-wide sync budget, waiting for it.
+func (r *Replayer) charge(ctx context.Context) error {
+	if r.lim == nil {
+		return nil
+	}
+	if err := r.lim.WaitStoreSync(ctx); err != nil {
+		return fmt.Errorf("wait for the store sync budget: %w", err)
+	}
+	return nil
+}
+
+// chargeLanding is charge while a batch is in flight: when the budget
+// makes the next batch wait, the one in flight lands meanwhile, so that
+// its acks are recorded (and the backlog figures right) without waiting
+// for the budget in turn.
+func (r *Replayer) chargeLanding(ctx context.Context) error {
+	if r.lim == nil || r.inflight == nil {
+		return r.charge(ctx)
+	}
+	got := make(chan error, 1)
+	go func() { got <- r.charge(ctx) }()
+	t := time.NewTimer(landAfter)
+	defer t.Stop()
+	select {
+	case err := <-got:
+		return err
+	case <-t.C:
+	}
+	return errors.Join(r.land(ctx), <-got)
+}
+
+// landAfter is how long the next batch waits for the sync budget before
+// the batch in flight lands meanwhile.
+const landAfter = 50 * time.Millisecond
+
+// readAhead starts reading the batch after row last while this one is
+// on its way. Only a full batch reads ahead: behind it is a backlog,
+// whose next batch is full whenever it is read.
+func (r *Replayer) readAhead(ctx context.Context, last int64) {
+	ch := make(chan []journal.Outgoing, 1)
+	r.ahead = ch
+	go func() {
+		rows, err := r.j.OutboxAfter(ctx, last, r.cfg.BatchSize, r.cfg.BatchBytes)
+		if err != nil {
+			rows = nil // read again by take
+		}
+		ch <- rows
+	}()
+}
+
+// dropAhead returns the rows read ahead, if any, and forgets them.
+func (r *Replayer) dropAhead() []journal.Outgoing {
+	if r.ahead == nil {
+		return nil
+	}
+	rows := <-r.ahead
+	r.ahead = nil
+	return rows
+}
+
+// recording is the journal's writes about one batch: its sent mark,
+// written while it is published, then the outcome of its publish,
+// written while the next batch is sent.
+type recording struct {
+	marked  chan struct{} // closed once the sent mark is written (or failed)
+	outcome chan outcome  // the publish's outcome, given once
+	done    chan struct{} // closed once all is written; then err is set
+	err     error
+}
+
+// outcome is what became of a batch's rows: acked, or failed for a
+// reason (resent later).
+type outcome struct {
+	acked  []int64             // rowids
+	failed map[string][]string // reason → flow numbers
+}
+
+// startRecording writes the sent mark of a batch whose last row is last,
+// and then its outcome once given. Acks are recorded even when ctx ended
+// meanwhile: they are facts.
+func (r *Replayer) startRecording(ctx context.Context, last journal.Outgoing) *recording {
+	rec := &recording{marked: make(chan struct{}), outcome: make(chan outcome, 1), done: make(chan struct{})}
 	go func() {
 		defer close(rec.done)
-		rec.err = r.record(ctx, acked, nil)
+		wctx := context.WithoutCancel(ctx)
+		err := r.j.MarkSentThrough(wctx, last.RowID, last.FlowNo)
+		if err != nil {
+			err = fmt.Errorf("mark batch sent: %w", err)
+		}
+		close(rec.marked)
+		o := <-rec.outcome
+		rec.err = errors.Join(err, r.record(wctx, o))
 	}()
-	r.recording, r.floor = rec, last
-	return handled, nil
+	return rec
 }
 
-// recording is the journal write of a batch's acks, running while the
-// next batch is sent.
-type recording struct {
-	done chan struct{}
-	err  error
-}
-
-// settle waits until the last batch's acks are recorded. On an error its
-// rows stay in the outbox and the outbox is read from its start again.
+// settle waits until the last batch's outcome is recorded. On an error
+// its rows stay in the outbox and the outbox is read from its start
+// again.
 func (r *Replayer) settle() error {
 	rec := r.recording
 	if rec == nil {
@@ -164,17 +345,22 @@ func (r *Replayer) settle() error {
 	return rec.err
 }
 
-// record marks rows acked and keeps the publish errors of the others.
-// Acks are recorded even when ctx ended meanwhile: they are facts.
-func (r *Replayer) record(ctx context.Context, acked []string, failed map[string][]string) error {
-	wctx := context.WithoutCancel(ctx)
-	if err := r.j.MarkAcked(wctx, acked...); err != nil {
-		return fmt.Errorf("mark %d rows acked (they are resent): %w", len(acked), err)
+// record marks rows acked, and counts a publish attempt and keeps the
+// error of the others.
+func (r *Replayer) record(ctx context.Context, o outcome) error {
+	if err := r.j.MarkAckedRows(ctx, o.acked...); err != nil {
+		return fmt.Errorf("mark %d rows acked (they are resent): %w", len(o.acked), err)
 	}
-	r.m.acked.Add(float64(len(acked)))
-	r.synced(len(acked))
-	for reason, fl := range failed {
-		if err := r.j.MarkFailed(wctx, reason, fl...); err != nil {
+	if len(o.acked) > 0 {
+		r.m.acked.Add(float64(len(o.acked)))
+		r.synced(len(o.acked))
+	}
+	for reason, fl := range o.failed {
+		err := r.j.MarkSent(ctx, fl...)
+		if err == nil {
+			err = r.j.MarkFailed(ctx, reason, fl...)
+		}
+		if err != nil {
 			r.log.Warn("record publish failure", "err", err, "rows", len(fl))
 		}
 	}
@@ -182,7 +368,8 @@ func (r *Replayer) record(ctx context.Context, acked []string, failed map[string
 }
 
 // check refuses a body HQ would never store: it must be a transaction of
-// this store carrying the row's own flow number.
+// this store carrying the row's own flow number. Its errors wrap
+// wire.ErrInvalid: the row is quarantined, not sent.
 func (r *Replayer) check(o journal.Outgoing) error {
 	t, err := wire.ParseTxn(o.Body)
 	if err != nil {
@@ -206,62 +393,6 @@ func (r *Replayer) quarantine(ctx context.Context, flowNo, reason string) {
 	}
 }
 
-// publish sends rows asynchronously and waits for every ack, at most
-// AckTimeout. results[i] is nil when row i's own ack arrived.
-func (r *Replayer) publish(ctx context.Context, l *link, rows []journal.Outgoing) []error {
-	results := make([]error, len(rows))
-	futs := make([]jetstream.PubAckFuture, len(rows))
-	for i, o := range rows {
-		m := nats.NewMsg(r.subject)
-		m.Data = o.Body
-		m.Header.Set(wire.HeaderMsgID, wire.MsgID(r.cfg.StoreID, o.FlowNo))
-		m.Header.Set(wire.HeaderSchema, wire.SchemaV1)
-		f, err := l.js.PublishMsgAsync(m)
-		if err != nil {
-			results[i] = err
-			continue
-		}
-		r.m.published.Inc()
-		futs[i] = f
-	}
-	r.mu.Lock()
-	r.st.Sent += uint64(len(rows) - countErrs(results))
-	r.mu.Unlock()
-
-	// The client fails each publish after AckTimeout; the timer is a
-	// backstop a little later.
-	t := time.NewTimer(r.cfg.AckTimeout + time.Second)
-	defer t.Stop()
-	expired := false
-	for i, f := range futs {
-		if f == nil {
-			continue
-		}
-		if expired {
-			select {
-			case <-f.Ok():
-			case err := <-f.Err():
-				results[i] = err
-			default:
-				results[i] = jetstream.ErrAsyncPublishTimeout
-			}
-			continue
-		}
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			results[i] = err
-		case <-t.C:
-			expired = true
-			results[i] = jetstream.ErrAsyncPublishTimeout
-		case <-ctx.Done():
-			expired = true
-			results[i] = ctx.Err()
-		}
-	}
-	return results
-}
-
 func countErrs(errs []error) int {
 	n := 0
 	for _, e := range errs {
@@ -274,6 +405,9 @@ func countErrs(errs []error) int {
 
 // permanent tells a refusal that no resend can cure, with its reason.
 func permanent(err error) (string, bool) {
+	if errors.Is(err, wire.ErrInvalid) {
+		return err.Error(), true
+	}
 	if errors.Is(err, nats.ErrMaxPayload) {
 		return "too large: the message exceeds the NATS server's max_payload", true
 	}
@@ -315,7 +449,7 @@ func errKind(err error) string {
 func (r *Replayer) skipConfirmed(ctx context.Context, l *link, rows []journal.Outgoing) ([]journal.Outgoing, error) {
 	var ask []string
 	for _, o := range rows {
-		if o.Attempts > 0 {
+		if o.MaybeSent {
 			ask = append(ask, o.FlowNo)
 		}
 	}
@@ -340,7 +474,7 @@ func (r *Replayer) skipConfirmed(ctx context.Context, l *link, rows []journal.Ou
 	}
 	var confirmed []string
 	rows = slices.DeleteFunc(rows, func(o journal.Outgoing) bool {
-		if held[o.FlowNo] && o.Attempts > 0 {
+		if held[o.FlowNo] && o.MaybeSent {
 			confirmed = append(confirmed, o.FlowNo)
 			return true
 		}

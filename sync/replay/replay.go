@@ -166,11 +166,12 @@ type Replayer struct {
 	rmu sync.Mutex // reconnect backoff, used by the NATS client's reconnect goroutine
 	rb  *backoff.ExponentialBackOff
 
-	// Used by the Run goroutine only: the journal write of the last
-	// batch's acks, running while the next batch is sent, and the rowid
-	// of that batch's last row, after which the outbox is read meanwhile.
-	recording *recording
-	floor     int64
+	// Used by the Run goroutine only: the pipeline of batches (see batch).
+	inflight  *flight                 // published, acks awaited
+	recording *recording              // the journal's writes of the last landed batch
+	floor     int64                   // the outbox is read past this rowid: rows of batches not yet recorded
+	ahead     chan []journal.Outgoing // the next batch, read while the one before is on its way
+	landed    bool                    // a batch landed with every row acked since the replay loop last looked
 
 	mu        sync.Mutex
 	st        Status
@@ -282,10 +283,11 @@ func (r *Replayer) Run(ctx context.Context) error {
 // is closed for good.
 func (r *Replayer) replay(ctx context.Context, l *link) {
 	defer func() {
-		if err := r.settle(); err != nil {
+		if err := errors.Join(r.land(ctx), r.settle()); err != nil && ctx.Err() == nil {
 			r.setError(err)
-			r.log.Warn("record acks", "err", err)
+			r.log.Warn("record the last batches", "err", err)
 		}
+		r.dropAhead()
 		r.floor = 0
 	}()
 	retry := r.newBackoff()
@@ -295,7 +297,11 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 			return
 		}
 		if !l.nc.IsConnected() {
-			// The client reconnects on its own; a reconnect or Kick wakes us.
+			// The client reconnects on its own; a reconnect or Kick wakes
+			// us. What was on its way lands first (its acks time out).
+			if err := errors.Join(r.land(ctx), r.settle()); err != nil && ctx.Err() == nil {
+				r.setError(err)
+			}
 			sleep(ctx, r.cfg.Idle, r.wake)
 			continue
 		}
@@ -304,6 +310,7 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
+			r.landed = false
 			r.setError(err)
 			d := retry.NextBackOff()
 			r.log.Warn("replay batch failed; retrying", "err", err, "retry_in", d.Round(time.Millisecond))
@@ -314,8 +321,13 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 			r.synced(0)
 			sleep(ctx, r.cfg.Idle, r.wake)
 		default:
-			retry.Reset()
-			r.clearError()
+			// A full batch may still be on its way: only a batch landed
+			// whole proves the way to HQ clear.
+			if r.landed {
+				retry.Reset()
+				r.clearError()
+			}
+			r.landed = false
 			if n < r.cfg.BatchSize && r.cfg.Pace > 0 {
 				sleep(ctx, r.cfg.Pace, r.wake)
 			}
