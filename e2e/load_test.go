@@ -29,6 +29,10 @@ type tills struct {
 
 func runTills(t *testing.T, ctx context.Context, s *testenv.Store, n int, barcode string, price int64) *tills {
 	tl := &tills{}
+	// The tills stop before the test ends, even when it fails early: a
+	// till logging after its test has completed would panic the package.
+	ctx, stop := context.WithCancel(ctx)
+	t.Cleanup(func() { stop(); tl.wg.Wait() })
 	for i := 0; i < n; i++ {
 		term := s.Terminals[i%len(s.Terminals)]
 		tl.wg.Add(1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -18,7 +19,7 @@ type syncCommand struct{}
 
 func (c *syncCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return &exitError{code: 2, err: fmt.Errorf("usage: posedge sync now | quarantine list|retry [FLOW_NO...] --config FILE")}
+		return &exitError{code: 2, err: fmt.Errorf("usage: posedge sync now | manifest [--date YYYYMMDD] | quarantine list|retry [FLOW_NO...] --config FILE")}
 	}
 	sub := args[0]
 	args = args[1:]
@@ -31,6 +32,7 @@ func (c *syncCommand) Run(ctx context.Context, args []string, stdout io.Writer) 
 	}
 	fs := flag.NewFlagSet("posedge sync", flag.ContinueOnError)
 	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	date := fs.String("date", "", "business day YYYYMMDD for `sync manifest` (default today)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
@@ -39,10 +41,14 @@ func (c *syncCommand) Run(ctx context.Context, args []string, stdout io.Writer) 
 		return err
 	}
 	switch {
-	case sub == "now":
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	case sub == "now" || sub == "manifest":
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+cfg.Admin.Listen+"/admin/v1/sync/now", nil)
+		endpoint := "/admin/v1/sync/now"
+		if sub == "manifest" {
+			endpoint = "/admin/v1/sync/manifest?date=" + url.QueryEscape(*date)
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+cfg.Admin.Listen+endpoint, nil)
 		if cfg.Admin.TokenFile != "" {
 			if b, err := os.ReadFile(cfg.Admin.TokenFile); err == nil {
 				req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
@@ -52,8 +58,12 @@ func (c *syncCommand) Run(ctx context.Context, args []string, stdout io.Writer) 
 		if err != nil {
 			return fmt.Errorf("ask the daemon to sync (is posedge running?): %w", err)
 		}
+		body, _ := io.ReadAll(res.Body)
 		res.Body.Close()
-		fmt.Fprintln(stdout, "replay woken up:", res.Status)
+		if res.StatusCode/100 != 2 {
+			return fmt.Errorf("the daemon answered %s: %s", res.Status, strings.TrimSpace(string(body)))
+		}
+		fmt.Fprintln(stdout, strings.TrimSpace(string(body)))
 		return nil
 	case sub == "quarantine" && qsub == "list":
 		j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{ReadOnly: true})

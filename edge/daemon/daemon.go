@@ -296,6 +296,23 @@ func (d *Daemon) pruneLoop(ctx context.Context) {
 func (d *Daemon) extraRoutes() map[string]http.Handler {
 	return map[string]http.Handler{
 		"POST /admin/v1/reconcile": http.HandlerFunc(d.reconcileNow),
+		// POST /admin/v1/sync/manifest?date=YYYYMMDD (default today):
+		// publish that day's per-terminal manifests to HQ now.
+		"POST /admin/v1/sync/manifest": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			day := r.URL.Query().Get("date")
+			if day == "" {
+				day = d.ledger.Today()
+			}
+			if _, err := time.Parse("20060102", day); err != nil || len(day) != 8 {
+				writeError(w, http.StatusBadRequest, "invalid_date", "date must be YYYYMMDD")
+				return
+			}
+			if err := d.replay.PublishManifest(r.Context(), day); err != nil {
+				writeError(w, http.StatusServiceUnavailable, "hq_unavailable", "publish the manifests of "+day+": "+err.Error())
+				return
+			}
+			writeJSON(w, http.StatusOK, map[string]string{"published": day})
+		}),
 		"GET /admin/v1/reconcile": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if rep := d.rec.Last(); rep != nil {
 				writeJSON(w, http.StatusOK, rep)

@@ -18,8 +18,8 @@ import (
 
 // States of a row on its way to HQ.
 const (
-	StatePending     = "pending"     // journaled, not yet published
-	StateSent        = "sent"        // published at least once, no ack yet
+	StatePending     = "pending"     // journaled, not acknowledged; rows at or below the outbox's "sent through" mark may be at HQ already
+	StateSent        = "sent"        // a publish got no ack (timeout, refusal): resent with the same Nats-Msg-Id
 	StateAcked       = "acked"       // JetStream acknowledged: HQ will have it
 	StateQuarantined = "quarantined" // HQ refused it for good; kept, not resent
 )
