@@ -75,46 +75,6 @@ func TestDaemonKillLoop(t *testing.T) {
 	}
 }
 
-// runTillsKeyed is runTills with keys of its own prefix (runTills keys
-// by test name, which a subtest's slash makes invalid).
-func runTillsKeyed(t *testing.T, ctx context.Context, s *testenv.Store, n int, prefix, barcode string, price int64) *tills {
-	tl := &tills{}
-	for i := 0; i < n; i++ {
-		term := s.Terminals[i%len(s.Terminals)]
-		tl.wg.Add(1)
-		go func() {
-			defer tl.wg.Done()
-			for seq := 0; ctx.Err() == nil; seq++ {
-				key := fmt.Sprintf("%s-%s-%d", prefix, term, seq)
-				qty := int64(seq%3 + 1)
-				for attempt := 0; ; attempt++ {
-					r := s.Sale(term, key, barcode, qty, price)
-					if r.Status == 201 {
-						tl.mu.Lock()
-						tl.told = append(tl.told, told{term, key, r.Flow(), qty, qty * price})
-						tl.retries += attempt
-						tl.mu.Unlock()
-						break
-					}
-					if r.Err == nil && r.Status != 409 && r.Status < 500 && r.Status != 429 {
-						t.Errorf("%s key %s: %d %s", term, key, r.Status, r.Body)
-						return
-					}
-					if attempt > 600 {
-						t.Errorf("%s key %s never answered: %d %s %v", term, key, r.Status, r.Body, r.Err)
-						return
-					}
-					time.Sleep(50 * time.Millisecond) // a till's retry pause
-				}
-			}
-		}()
-	}
-	return tl
-}
-
-// audit counts, over every sale told so far, those missing from the
-// journal or HQ (lost) and the extra ones (doubled): a flow number told
-// twice, a journal row or HQ row no till was told of, an HQ row twice.
 func audit(t *testing.T, s *testenv.Store, told []told) (lost, doubled int) {
 	t.Helper()
 	want := map[string]bool{}

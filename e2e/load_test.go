@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,6 +29,12 @@ type tills struct {
 }
 
 func runTills(t *testing.T, ctx context.Context, s *testenv.Store, n int, barcode string, price int64) *tills {
+	// Keys carry the test's name; a subtest's "/" is not a key character.
+	return runTillsKeyed(t, ctx, s, n, strings.ReplaceAll(t.Name(), "/", "."), barcode, price)
+}
+
+// runTillsKeyed is runTills with keys of the given prefix.
+func runTillsKeyed(t *testing.T, ctx context.Context, s *testenv.Store, n int, prefix, barcode string, price int64) *tills {
 	tl := &tills{}
 	// The tills stop before the test ends, even when it fails early: a
 	// till logging after its test has completed would panic the package.
@@ -39,7 +46,7 @@ func runTills(t *testing.T, ctx context.Context, s *testenv.Store, n int, barcod
 		go func() {
 			defer tl.wg.Done()
 			for seq := 0; ctx.Err() == nil; seq++ {
-				key := fmt.Sprintf("%s-%s-%d", t.Name(), term, seq)
+				key := fmt.Sprintf("%s-%s-%d", prefix, term, seq)
 				qty := int64(seq%3 + 1)
 				for attempt := 0; ; attempt++ {
 					r := s.Sale(term, key, barcode, qty, price)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -182,25 +183,18 @@ func (t *terminalAPI) answer(w http.ResponseWriter, res *ledger.Result, err erro
 }
 
 func (t *terminalAPI) sale(w http.ResponseWriter, r *http.Request, term string) {
-	key, ok := idemKey(w, r)
-	if !ok {
-		return
-	}
-	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
-	if e != nil {
-		fail(w, t.Log, e)
-		return
-	}
-	s, e := ledger.ParseSale(b)
-	if e != nil {
-		fail(w, t.Log, e)
-		return
-	}
-	res, err := t.Ledger.Sale(r.Context(), term, key, s)
-	t.answer(w, res, err)
+	money(t, w, r, term, ledger.ParseSale, t.Ledger.Sale)
 }
 
 func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string) {
+	money(t, w, r, term, ledger.ParseRefund, t.Ledger.Refund)
+}
+
+// money answers a sale or a refund: the required Idempotency-Key, a
+// bounded body, its validation, then the ledger.
+func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term string,
+	parse func([]byte) (R, *ledger.Error),
+	record func(ctx context.Context, term, key string, req R) (*ledger.Result, error)) {
 	key, ok := idemKey(w, r)
 	if !ok {
 		return
@@ -210,12 +204,12 @@ func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string
 		fail(w, t.Log, e)
 		return
 	}
-	rf, e := ledger.ParseRefund(b)
+	req, e := parse(b)
 	if e != nil {
 		fail(w, t.Log, e)
 		return
 	}
-	res, err := t.Ledger.Refund(r.Context(), term, key, rf)
+	res, err := record(r.Context(), term, key, req)
 	t.answer(w, res, err)
 }
 
