@@ -2,6 +2,8 @@ package ledger
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"net/http"
 	"strconv"
@@ -91,10 +93,10 @@ func (l *Ledger) NewToken(ctx context.Context, term string) (*Token, error) {
 		return nil, errRedisUnavailable("issuing a payment token")
 	}
 	var b [16]byte
-	if _, err := randRead(b[:]); err != nil {
+	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	tok := "pt_" + hexStr(b[:])
+	tok := "pt_" + hex.EncodeToString(b[:])
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
 	pipe := l.rdb.TxPipeline()

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -128,7 +129,7 @@ func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 		}
 		res := []any{"exists", m["state"], int64(1), m["flow_no"], m["owner"], "0", m["body"]}
 		var b body
-		_ = jsonUnmarshal([]byte(m["body"]), &b)
+		_ = json.Unmarshal([]byte(m["body"]), &b)
 		t := journal.Txn{TerminalID: term, IdemKey: idem, Fingerprint: m["fp"], Kind: b.Kind, Tender: b.Tender,
 			TotalCents: b.TotalCents, OriginalFlowNo: b.OriginalFlowNo, CreatedAt: time.Now(), Lines: jlines(b.Lines)}
 		if t.Kind == "" {
@@ -343,7 +344,7 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 		}
 		var b body
 		raw, _ := m[1].(string)
-		_ = jsonUnmarshal([]byte(raw), &b)
+		_ = json.Unmarshal([]byte(raw), &b)
 		p := Pending{FlowNo: b.FlowNo}
 		if at, err := time.Parse(time.RFC3339Nano, b.OccurredAt); err == nil {
 			p.Day = l.Day(at)
