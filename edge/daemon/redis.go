@@ -64,6 +64,13 @@ func redisFacts(ctx context.Context, c *config.Config, rdb redis.UniversalClient
 		}
 		if strings.HasPrefix(k, "slave") && strings.Contains(v, "state=online") {
 			f.Replicas++
+			for _, kv := range strings.Split(v, ",") {
+				if lag, ok := strings.CutPrefix(kv, "lag="); ok {
+					if n, err := strconv.ParseInt(lag, 10, 64); err == nil && n > f.MaxLagSeconds {
+						f.MaxLagSeconds = n
+					}
+				}
+			}
 		}
 	}
 	f.UsedMemory, _ = strconv.ParseInt(fields["used_memory"], 10, 64)

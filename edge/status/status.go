@@ -74,6 +74,9 @@ type RedisFacts struct {
 	Sentinels    int // sentinels that answered
 	SentinelsAll int
 	ClockSkew    time.Duration
+	// MaxLagSeconds is the largest replication lag the master reports
+	// (seconds since a replica's last ack); 0 when none or unknown.
+	MaxLagSeconds int64
 }
 
 // HQFacts describe the link to headquarters.
@@ -210,7 +213,7 @@ func Evaluate(f Facts, th Thresholds) Report {
 			add("replicas", Warn, fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas),
 				"a replica is down or resyncing: check the replica redis-server services")
 		} else if f.Redis.OK {
-			add("replicas", OK, fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas), "")
+			add("replicas", OK, fmt.Sprintf("%d of %d replicas online%s", f.Redis.Replicas, f.Redis.WantReplicas, lagDetail(f.Redis.MaxLagSeconds)), "")
 		}
 		if f.Redis.SentinelsAll > 0 {
 			// Informational: the contract lets no Sentinel rule turn a store
@@ -341,6 +344,15 @@ func human(d time.Duration) string {
 		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	}
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// lagDetail describes replication lag, which the contract does not judge:
+// informational only.
+func lagDetail(lag int64) string {
+	if lag <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", replication lag up to %d s", lag)
 }
 
 func masterHint(m string) string {

@@ -186,3 +186,18 @@ func itoa(i int) string {
 	}
 	return itoa(i/10) + string(rune('0'+i%10))
 }
+
+// Replication lag is shown, never judged: the contract does not list it.
+func TestReplicationLagIsInformational(t *testing.T) {
+	f := healthy()
+	f.Redis.MaxLagSeconds = 3
+	r := Evaluate(f, Thresholds{WarnFreeBytes: 1, CritFreeBytes: 1, BacklogCritAge: time.Hour})
+	if r.Status != OK {
+		t.Fatalf("status %s with lag", r.Status)
+	}
+	for _, c := range r.Checks {
+		if c.Name == "replicas" && !strings.Contains(c.Detail, "lag up to 3 s") {
+			t.Fatalf("replicas detail %q", c.Detail)
+		}
+	}
+}
