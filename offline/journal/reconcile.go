@@ -57,29 +57,7 @@ func (j *Journal) SetMeta(ctx context.Context, k, v string) error {
 // to maxSeq and degraded-mode ones already applied. Sales journaled after
 // a Redis snapshot then never count against it.
 func (j *Journal) DayTotalsUpTo(ctx context.Context, day string, maxSeq int64) ([]DayRow, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT terminal_id, tender, business_hour, kind, COUNT(*), SUM(total_cents)
-		FROM txns WHERE business_day = ? AND applied = 1 AND seq <= ?
-		GROUP BY terminal_id, tender, business_hour, kind`, day, maxSeq)
-	if err != nil {
-		return nil, fmt.Errorf("sum day %s: %w", day, err)
-	}
-	defer rows.Close()
-	var out []DayRow
-	for rows.Next() {
-		var r DayRow
-		var kind string
-		var n, c int64
-		if err := rows.Scan(&r.TerminalID, &r.Tender, &r.Hour, &kind, &n, &c); err != nil {
-			return nil, err
-		}
-		if kind == "refund" {
-			r.Totals.Refunds, r.Totals.RefundCents = n, c
-		} else {
-			r.Totals.Sales, r.Totals.SalesCents = n, c
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return j.dayTotals(ctx, day, "AND applied = 1 AND seq <= ?", maxSeq)
 }
 
 // UnappliedDays lists the business days holding degraded-mode transactions

@@ -453,8 +453,15 @@ type DayRow struct {
 // DayTotalsByGroup sums a business day from the journal, grouped by
 // terminal, tender and hour: what Redis counters are rebuilt from.
 func (j *Journal) DayTotalsByGroup(ctx context.Context, day string) ([]DayRow, error) {
+	return j.dayTotals(ctx, day, "")
+}
+
+// dayTotals sums a business day's transactions matching the extra
+// condition (with its arguments), grouped by terminal, tender and hour.
+func (j *Journal) dayTotals(ctx context.Context, day, cond string, args ...any) ([]DayRow, error) {
 	rows, err := j.r.QueryContext(ctx, `SELECT terminal_id, tender, business_hour, kind, COUNT(*), SUM(total_cents)
-		FROM txns WHERE business_day = ? GROUP BY terminal_id, tender, business_hour, kind`, day)
+		FROM txns WHERE business_day = ? `+cond+` GROUP BY terminal_id, tender, business_hour, kind`,
+		append([]any{day}, args...)...)
 	if err != nil {
 		return nil, fmt.Errorf("sum day %s: %w", day, err)
 	}
