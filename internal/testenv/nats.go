@@ -23,10 +23,19 @@ type NATS struct {
 // StartNATS starts the server and stops it with the test.
 func StartNATS(t testing.TB) *NATS {
 	t.Helper()
-	n := &NATS{t: t, Port: FreePort(t), Dir: filepath.Join(t.TempDir(), "jetstream")}
-	n.Start()
+	n := &NATS{t: t, Dir: filepath.Join(t.TempDir(), "jetstream")}
 	t.Cleanup(n.Stop)
-	return n
+	// A port picked free may be taken before the server binds it: try
+	// another.
+	var err error
+	for attempt := 0; attempt < 5; attempt++ {
+		n.Port = FreePort(t)
+		if err = n.start(); err == nil {
+			return n
+		}
+	}
+	t.Fatalf("nats server: %v", err)
+	return nil
 }
 
 // URL is the client URL of the server.
@@ -35,21 +44,29 @@ func (n *NATS) URL() string { return fmt.Sprintf("nats://127.0.0.1:%d", n.Port) 
 // Start (re)starts the server on its port with its store.
 func (n *NATS) Start() {
 	n.t.Helper()
+	if err := n.start(); err != nil {
+		n.t.Fatalf("nats server: %v", err)
+	}
+}
+
+func (n *NATS) start() error {
 	if n.srv != nil && n.srv.Running() {
-		return
+		return nil
 	}
 	srv, err := server.NewServer(&server.Options{
 		Host: "127.0.0.1", Port: n.Port, JetStream: true, StoreDir: n.Dir,
 		NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
 	})
 	if err != nil {
-		n.t.Fatalf("nats server: %v", err)
+		return err
 	}
 	go srv.Start()
 	if !srv.ReadyForConnections(10 * time.Second) {
-		n.t.Fatalf("nats server on port %d not ready", n.Port)
+		srv.Shutdown()
+		return fmt.Errorf("not ready on port %d", n.Port)
 	}
 	n.srv = srv
+	return nil
 }
 
 // Stop shuts the server down and waits until it is gone.

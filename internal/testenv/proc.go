@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -12,8 +13,20 @@ import (
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// It picks below Linux's ephemeral range (32768-60999): a port from that
+// range can be taken by any outgoing connection before the server that
+// was meant to listen on it starts. Servers started on it still check
+// that they could bind (see Redis's start-up retry).
 func FreePort(t testing.TB) int {
 	t.Helper()
+	for i := 0; i < 200; i++ {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("free port: %v", err)

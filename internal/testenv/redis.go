@@ -70,43 +70,80 @@ func StartRedis(t testing.TB, o RedisOptions) *Redis {
 	return r
 }
 
+// startNode starts node i, again on another port if the one picked was
+// taken meanwhile (the process then exits at once: bind failed).
 func (r *Redis) startNode(i int) {
-	port := FreePort(r.t)
 	d := filepath.Join(r.Dir, fmt.Sprintf("redis%d", i))
 	if err := os.MkdirAll(d, 0o755); err != nil {
 		r.t.Fatal(err)
 	}
-	args := []string{"redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
-		"--dir", d, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
-		"--daemonize", "no", "--protected-mode", "no", "--maxmemory-policy", "noeviction"}
-	if i > 0 {
-		args = append(args, "--replicaof", "127.0.0.1", fmt.Sprint(r.NodePorts[0]))
+	p := &Proc{Name: fmt.Sprintf("redis%d", i), Log: filepath.Join(r.Dir, fmt.Sprintf("redis%d.log", i))}
+	for attempt := 0; ; attempt++ {
+		port := FreePort(r.t)
+		args := []string{"redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
+			"--dir", d, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
+			"--daemonize", "no", "--protected-mode", "no", "--maxmemory-policy", "noeviction"}
+		if i > 0 {
+			args = append(args, "--replicaof", "127.0.0.1", fmt.Sprint(r.NodePorts[0]))
+		}
+		p.Args = append(args, r.extraArgs...)
+		p.Start(r.t)
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), DialTimeout: time.Second, MaxRetries: -1})
+		up := false
+		WaitFor(r.t, 10*time.Second, p.Name+" up", func() bool {
+			up = c.Ping(context.Background()).Err() == nil
+			return up || !p.Running()
+		})
+		c.Close()
+		if up {
+			if i < len(r.Nodes) {
+				r.Nodes[i], r.NodePorts[i], r.nodeArgs[i] = p, port, p.Args
+			} else {
+				r.Nodes = append(r.Nodes, p)
+				r.NodePorts = append(r.NodePorts, port)
+				r.nodeArgs = append(r.nodeArgs, p.Args)
+			}
+			return
+		}
+		if attempt == 4 {
+			r.t.Fatalf("%s did not start in 5 attempts:\n%s", p.Name, p.Tail(1500))
+		}
 	}
-	args = append(args, r.extraArgs...)
-	p := &Proc{Name: fmt.Sprintf("redis%d", i), Args: args, Log: filepath.Join(r.Dir, fmt.Sprintf("redis%d.log", i))}
-	p.Start(r.t)
-	r.Nodes = append(r.Nodes, p)
-	r.NodePorts = append(r.NodePorts, port)
-	r.nodeArgs = append(r.nodeArgs, args)
-	WaitFor(r.t, 10*time.Second, p.Name+" up", func() bool { return r.NodeClient(i).Ping(context.Background()).Err() == nil })
 }
 
+// startSentinel starts sentinel i, again on another port if the one
+// picked was taken meanwhile.
 func (r *Redis) startSentinel(i int) {
-	port := FreePort(r.t)
 	conf := filepath.Join(r.Dir, fmt.Sprintf("sentinel%d.conf", i))
-	body := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\n"+
-		"sentinel monitor %s 127.0.0.1 %d 2\n"+
-		"sentinel down-after-milliseconds %s 1000\n"+
-		"sentinel failover-timeout %s 5000\n"+
-		"sentinel parallel-syncs %s 1\n", port, r.Dir, MasterName, r.NodePorts[0], MasterName, MasterName, MasterName)
-	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
-		r.t.Fatal(err)
-	}
 	p := &Proc{Name: fmt.Sprintf("sentinel%d", i), Args: []string{"redis-sentinel", conf},
 		Log: filepath.Join(r.Dir, fmt.Sprintf("sentinel%d.log", i))}
-	p.Start(r.t)
-	r.Sentinels = append(r.Sentinels, p)
-	r.SentPorts = append(r.SentPorts, port)
+	for attempt := 0; ; attempt++ {
+		port := FreePort(r.t)
+		body := fmt.Sprintf("port %d\nbind 127.0.0.1\nprotected-mode no\ndir %s\n"+
+			"sentinel monitor %s 127.0.0.1 %d 2\n"+
+			"sentinel down-after-milliseconds %s 1000\n"+
+			"sentinel failover-timeout %s 5000\n"+
+			"sentinel parallel-syncs %s 1\n", port, r.Dir, MasterName, r.NodePorts[0], MasterName, MasterName, MasterName)
+		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+		p.Start(r.t)
+		c := redis.NewSentinelClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), DialTimeout: time.Second, MaxRetries: -1})
+		up := false
+		WaitFor(r.t, 10*time.Second, p.Name+" up", func() bool {
+			up = c.Ping(context.Background()).Err() == nil
+			return up || !p.Running()
+		})
+		c.Close()
+		if up {
+			r.Sentinels = append(r.Sentinels, p)
+			r.SentPorts = append(r.SentPorts, port)
+			return
+		}
+		if attempt == 4 {
+			r.t.Fatalf("%s did not start in 5 attempts:\n%s", p.Name, p.Tail(1500))
+		}
+	}
 }
 
 // WaitSentinelsAgree waits until every sentinel has a quorum and sees all

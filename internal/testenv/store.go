@@ -91,10 +91,19 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	if !o.NoHQ {
 		s.startHQ()
 	}
-	s.writeConfig(o)
-	s.Edge = &Proc{Name: "posedge", Args: []string{filepath.Join(s.Bin, "posedge"), "run", "--config", s.Config},
-		Log: filepath.Join(s.Dir, "posedge.log")}
-	s.StartEdge()
+	// Ports picked free may be taken before posedge binds them: then it
+	// exits at once, and the store is configured again on other ports.
+	for attempt := 0; ; attempt++ {
+		s.writeConfig(o)
+		s.Edge = &Proc{Name: "posedge", Args: []string{filepath.Join(s.Bin, "posedge"), "run", "--config", s.Config},
+			Log: filepath.Join(s.Dir, fmt.Sprintf("posedge%d.log", attempt))}
+		if s.startEdge() || attempt == 2 {
+			break
+		}
+	}
+	if !s.Edge.Running() {
+		t.Fatalf("posedge exited at start:\n%s", s.Edge.Tail(3000))
+	}
 	return s
 }
 
@@ -114,8 +123,12 @@ func (s *Store) startHQ() {
 
 // StartHQ (re)starts posedge-hq and waits for its /healthz.
 func (s *Store) StartHQ() {
+	s.t.Helper()
 	s.HQ.Start(s.t)
 	WaitFor(s.t, 30*time.Second, "posedge-hq /healthz", func() bool {
+		if !s.HQ.Running() {
+			s.t.Fatalf("posedge-hq exited:\n%s", s.HQ.Tail(3000))
+		}
 		r, err := s.client.Get("http://" + s.HQAdmin + "/healthz")
 		if err != nil {
 			return false
@@ -130,6 +143,7 @@ func (s *Store) writeConfig(o StoreOptions) {
 	s.EdgeURL = fmt.Sprintf("http://127.0.0.1:%d", edgePort)
 	s.AdminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
 	var terms strings.Builder
+	s.Terminals, s.Keys = nil, map[string]string{}
 	for i := 1; i <= o.Terminals; i++ {
 		id := fmt.Sprintf("T%02d", i)
 		key := randHex(16)
@@ -167,15 +181,30 @@ terminals:
 // StartEdge (re)starts posedge and waits for /readyz.
 func (s *Store) StartEdge() {
 	s.t.Helper()
+	if !s.startEdge() {
+		s.t.Fatalf("posedge exited:\n%s", s.Edge.Tail(3000))
+	}
+}
+
+// startEdge starts posedge and waits for /readyz; false when the process
+// exited instead.
+func (s *Store) startEdge() bool {
+	s.t.Helper()
 	s.Edge.Start(s.t)
+	ok := false
 	WaitFor(s.t, 30*time.Second, "posedge /readyz", func() bool {
+		if !s.Edge.Running() {
+			return true
+		}
 		r, err := s.client.Get(s.AdminURL + "/readyz")
 		if err != nil {
 			return false
 		}
 		r.Body.Close()
-		return r.StatusCode == 200
+		ok = r.StatusCode == 200
+		return ok
 	})
+	return ok
 }
 
 // Close stops the processes of the store; Redis and NATS stop with their
