@@ -96,7 +96,7 @@ func (a *adminAPI) putItem(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]")
 		return
 	}
-	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
+	b, e := readBody(r, maxBodyBytes)
 	if e != nil {
 		fail(w, a.Log, e)
 		return
@@ -106,7 +106,7 @@ func (a *adminAPI) putItem(w http.ResponseWriter, r *http.Request) {
 		PriceCents *json.RawMessage `json:"price_cents"`
 		Stock      *json.RawMessage `json:"stock"`
 	}
-	if e := ledger.DecodeStrict(b, &in); e != nil {
+	if e := decodeStrict(b, &in); e != nil {
 		fail(w, a.Log, e)
 		return
 	}
@@ -118,12 +118,12 @@ func (a *adminAPI) putItem(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_amount", "price_cents and stock are required")
 		return
 	}
-	price, ok := ledger.IntField(*in.PriceCents, 0, ledger.MaxCents)
+	price, ok := intField(*in.PriceCents, 0, ledger.MaxCents)
 	if !ok {
 		writeError(w, http.StatusBadRequest, "invalid_amount", "price_cents must be a whole, non-negative number of cents")
 		return
 	}
-	stock, ok := ledger.IntField(*in.Stock, 0, 1<<40)
+	stock, ok := intField(*in.Stock, 0, 1<<40)
 	if !ok {
 		writeError(w, http.StatusBadRequest, "invalid_qty", "stock must be a whole, non-negative number")
 		return
@@ -138,7 +138,7 @@ func (a *adminAPI) putItem(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *adminAPI) promo(w http.ResponseWriter, r *http.Request) {
-	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
+	b, e := readBody(r, maxBodyBytes)
 	if e != nil {
 		fail(w, a.Log, e)
 		return
@@ -150,7 +150,7 @@ func (a *adminAPI) promo(w http.ResponseWriter, r *http.Request) {
 		Actions     []string `json:"actions"`
 		SetBy       string   `json:"set_by"`
 	}
-	if e := ledger.DecodeStrict(b, &in); e != nil {
+	if e := decodeStrict(b, &in); e != nil {
 		fail(w, a.Log, e)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/edge/ratelimit"
 )
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -38,15 +39,35 @@ func writeError(w http.ResponseWriter, status int, code, msg string) {
 	writeJSON(w, status, e)
 }
 
+// statusOf is the HTTP status answering each kind of ledger refusal: the
+// one place the money core's refusals meet HTTP.
+func statusOf(k ledger.Kind) int {
+	switch k {
+	case ledger.KindInvalid:
+		return http.StatusBadRequest
+	case ledger.KindNotFound:
+		return http.StatusNotFound
+	case ledger.KindConflict:
+		return http.StatusConflict
+	case ledger.KindUnprocessable:
+		return http.StatusUnprocessableEntity
+	case ledger.KindTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case ledger.KindUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
 // fail answers an error from the ledger or elsewhere; anything that is not
 // a *ledger.Error is logged and answered 500 without internals.
 func fail(w http.ResponseWriter, log *slog.Logger, err error) {
 	var le *ledger.Error
 	if errors.As(err, &le) {
 		if le.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(le.RetryAfter))
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(le.RetryAfter)))
 		}
-		writeError(w, le.Status, le.Code, le.Message)
+		writeError(w, statusOf(le.Kind), le.Code, le.Message)
 		return
 	}
 	log.Error("request failed", "err", err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -87,7 +88,7 @@ func (t *terminalAPI) guard(action string, h termHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		src := sourceAddr(r)
 		if blocked, retry := t.Guard.Blocked(src); blocked {
-			w.Header().Set("Retry-After", itoa(ratelimit.RetryAfterSeconds(retry)))
+			w.Header().Set("Retry-After", strconv.Itoa(ratelimit.RetryAfterSeconds(retry)))
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "too many failed authentications from this address; wait before retrying")
 			return
 		}
@@ -107,7 +108,7 @@ func (t *terminalAPI) guard(action string, h termHandler) http.Handler {
 			writeError(w, http.StatusInternalServerError, "internal", "rate limiter failed")
 			return
 		}
-		dec.WriteHeaders(w.Header())
+		writeRateLimitHeaders(w.Header(), dec)
 		if !dec.Allowed {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "rate limit of "+dec.Policy+" reached; retry after the Retry-After seconds")
 			return
@@ -142,7 +143,7 @@ func (t *terminalAPI) item(w http.ResponseWriter, r *http.Request, _ string) {
 }
 
 func (t *terminalAPI) token(w http.ResponseWriter, r *http.Request, term string) {
-	if b, e := ledger.ReadBody(r, ledger.MaxBodyBytes); e != nil {
+	if b, e := readBody(r, maxBodyBytes); e != nil {
 		fail(w, t.Log, e)
 		return
 	} else if len(strings.TrimSpace(string(b))) > 0 && strings.TrimSpace(string(b)) != "{}" {
@@ -157,20 +158,6 @@ func (t *terminalAPI) token(w http.ResponseWriter, r *http.Request, term string)
 	writeJSON(w, http.StatusCreated, tok)
 }
 
-// idemKey reads the required Idempotency-Key header.
-func idemKey(w http.ResponseWriter, r *http.Request) (string, bool) {
-	k := r.Header.Get("Idempotency-Key")
-	if k == "" {
-		writeError(w, http.StatusBadRequest, "idempotency_key_missing", "the Idempotency-Key header is required")
-		return "", false
-	}
-	if !ledger.ValidKey(k) {
-		writeError(w, http.StatusBadRequest, "invalid_idempotency_key", "Idempotency-Key must be 1-64 of [A-Za-z0-9._:-]")
-		return "", false
-	}
-	return k, true
-}
-
 func (t *terminalAPI) answer(w http.ResponseWriter, res *ledger.Result, err error) {
 	if err != nil {
 		fail(w, t.Log, err)
@@ -183,11 +170,11 @@ func (t *terminalAPI) answer(w http.ResponseWriter, res *ledger.Result, err erro
 }
 
 func (t *terminalAPI) sale(w http.ResponseWriter, r *http.Request, term string) {
-	money(t, w, r, term, ledger.ParseSale, t.Ledger.Sale)
+	money(t, w, r, term, parseSale, t.Ledger.Sale)
 }
 
 func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string) {
-	money(t, w, r, term, ledger.ParseRefund, t.Ledger.Refund)
+	money(t, w, r, term, parseRefund, t.Ledger.Refund)
 }
 
 // money answers a sale or a refund: the required Idempotency-Key, a
@@ -195,11 +182,12 @@ func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string
 func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term string,
 	parse func([]byte) (R, *ledger.Error),
 	record func(ctx context.Context, term, key string, req R) (*ledger.Result, error)) {
-	key, ok := idemKey(w, r)
-	if !ok {
+	key, e := idemKey(r)
+	if e != nil {
+		fail(w, t.Log, e)
 		return
 	}
-	b, e := ledger.ReadBody(r, ledger.MaxBodyBytes)
+	b, e := readBody(r, maxBodyBytes)
 	if e != nil {
 		fail(w, t.Log, e)
 		return
@@ -223,12 +211,12 @@ type batchItem struct {
 }
 
 func (t *terminalAPI) batch(w http.ResponseWriter, r *http.Request, term string) {
-	b, e := ledger.ReadBody(r, ledger.MaxBatchBodyBytes)
+	b, e := readBody(r, maxBatchBodyBytes)
 	if e != nil {
 		fail(w, t.Log, e)
 		return
 	}
-	sales, e := ledger.ParseBatch(b)
+	sales, e := parseBatch(b)
 	if e != nil {
 		fail(w, t.Log, e)
 		return
@@ -237,7 +225,7 @@ func (t *terminalAPI) batch(w http.ResponseWriter, r *http.Request, term string)
 	out := make([]batchItem, len(results))
 	for i, res := range results {
 		if res.Err != nil {
-			out[i].Status = res.Err.Status
+			out[i].Status = statusOf(res.Err.Kind)
 			out[i].Error = &struct {
 				Code    string `json:"code"`
 				Message string `json:"message"`
@@ -261,9 +249,4 @@ func (t *terminalAPI) get(w http.ResponseWriter, r *http.Request, _ string) {
 		return
 	}
 	writeRaw(w, http.StatusOK, b)
-}
-
-func itoa(n int) string {
-	b, _ := json.Marshal(n)
-	return string(b)
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"net/http"
 	"strconv"
 	"time"
 
@@ -29,7 +28,7 @@ func (l *Ledger) PutItem(ctx context.Context, it Item) error {
 	defer cancel()
 	err := l.rdb.HSet(rctx, l.k.item(it.Barcode), "name", it.Name, "price_cents", it.PriceCents, "stock", it.Stock).Err()
 	if err != nil {
-		if IsRedisUnavailable(err) {
+		if outage(ctx, err) {
 			l.SetRedisDown(true)
 			return errRedisUnavailable("writing the item master")
 		}
@@ -51,14 +50,14 @@ func (l *Ledger) Item(ctx context.Context, barcode string) (*Item, error) {
 		m, err := l.rdb.HMGet(rctx, l.k.item(barcode), "name", "price_cents", "stock").Result()
 		if err == nil {
 			if m[0] == nil {
-				return nil, errf(http.StatusNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
+				return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
 			}
 			it := &Item{Barcode: barcode, Name: str(m[0])}
 			it.PriceCents, _ = strconv.ParseInt(str(m[1]), 10, 64)
 			it.Stock, _ = strconv.ParseInt(str(m[2]), 10, 64)
 			return it, nil
 		}
-		if !IsRedisUnavailable(err) {
+		if !outage(ctx, err) {
 			return nil, err
 		}
 		l.SetRedisDown(true)
@@ -103,7 +102,7 @@ func (l *Ledger) NewToken(ctx context.Context, term string) (*Token, error) {
 	pipe.HSet(rctx, l.k.token(tok), "terminal", term, "state", "PENDING")
 	pipe.Expire(rctx, l.k.token(tok), TokenTTL)
 	if _, err := pipe.Exec(rctx); err != nil {
-		if IsRedisUnavailable(err) {
+		if outage(ctx, err) {
 			l.SetRedisDown(true)
 			return nil, errRedisUnavailable("issuing a payment token")
 		}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -210,8 +209,10 @@ func (l *Ledger) fromJournal(ctx context.Context, term, key, fp string) (*Result
 // IsRedisUnavailable tells errors that mean "Redis cannot take writes now":
 // network failures, timeouts, and the refusals of a Redis that answers but
 // will not write (OOM, READONLY, NOREPLICAS, MISCONF, LOADING, MASTERDOWN).
+// A cancelled call (the till hung up) says nothing about Redis: it is not
+// an outage.
 func IsRedisUnavailable(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) {
+	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
 		return false
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed) {
@@ -228,6 +229,14 @@ func IsRedisUnavailable(err error) bool {
 		return false // any other Redis reply error is a bug, not an outage
 	}
 	return true // network errors: refused, reset, i/o timeout, EOF
+}
+
+// outage tells whether err from a Redis call made for ctx means Redis is
+// down, the condition for degraded mode. Once the caller has cancelled,
+// whatever the call returned is no evidence either way, so a till hanging
+// up can never switch the store's mode.
+func outage(ctx context.Context, err error) bool {
+	return IsRedisUnavailable(err) && !errors.Is(ctx.Err(), context.Canceled)
 }
 
 // txnArgs is one run of txn.lua.
@@ -350,13 +359,13 @@ func (l *Ledger) outcome(ctx context.Context, res []any, t journal.Txn) (*Result
 	case "exists":
 		return l.existing(ctx, res, t)
 	case "token_invalid":
-		return nil, errf(http.StatusBadRequest, "token_invalid", "the payment token expired unused or was issued to another terminal")
+		return nil, Errorf(KindInvalid, "token_invalid", "the payment token expired unused or was issued to another terminal")
 	case "unknown_item":
-		return nil, errf(http.StatusUnprocessableEntity, "unknown_item", "barcode %v is not in the item master", res[1])
+		return nil, Errorf(KindUnprocessable, "unknown_item", "barcode %v is not in the item master", res[1])
 	case "insufficient_stock":
-		return nil, errf(http.StatusConflict, "insufficient_stock", "not enough stock of %v (%v left)", res[1], res[2])
+		return nil, Errorf(KindConflict, "insufficient_stock", "not enough stock of %v (%v left)", res[1], res[2])
 	case "refund_exceeds_sale":
-		return nil, errf(http.StatusConflict, "refund_exceeds_sale", "refund of %v exceeds what is left of the sale (%v)", res[1], res[2])
+		return nil, Errorf(KindConflict, "refund_exceeds_sale", "refund of %v exceeds what is left of the sale (%v)", res[1], res[2])
 	}
 	return nil, fmt.Errorf("txn.lua answered %v", res)
 }

@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"time"
 
@@ -13,6 +12,12 @@ import (
 // terminal's), at the original prices and tender, never more than what is
 // left of each line.
 func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) (*Result, error) {
+	if e := validKey(key); e != nil {
+		return nil, e
+	}
+	if e := r.Validate(); e != nil {
+		return nil, e
+	}
 	fp := Fingerprint(r)
 	if !l.claim(term, key) {
 		return nil, errInProgress()
@@ -26,7 +31,7 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 		return nil, errJournal(err)
 	}
 	if orig == nil || orig.Kind != "sale" {
-		return nil, errf(http.StatusNotFound, "sale_not_found", "no sale %s in this store's journal", r.OriginalFlowNo)
+		return nil, Errorf(KindNotFound, "sale_not_found", "no sale %s in this store's journal", r.OriginalFlowNo)
 	}
 	// One refund of a given sale at a time in this daemon; Redis checks
 	// across daemons inside the script.
@@ -48,18 +53,18 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 	var total int64
 	for _, ln := range r.Lines {
 		if _, ok := sold[ln.Barcode]; !ok {
-			return nil, errf(http.StatusConflict, "refund_exceeds_sale", "barcode %s is not in sale %s", ln.Barcode, orig.FlowNo)
+			return nil, Errorf(KindConflict, "refund_exceeds_sale", "barcode %s is not in sale %s", ln.Barcode, orig.FlowNo)
 		}
 		want[ln.Barcode] += ln.Qty
 		if refunded[ln.Barcode]+want[ln.Barcode] > sold[ln.Barcode] {
-			return nil, errf(http.StatusConflict, "refund_exceeds_sale", "refund of %s exceeds what is left of the sale (%d)",
+			return nil, Errorf(KindConflict, "refund_exceeds_sale", "refund of %s exceeds what is left of the sale (%d)",
 				ln.Barcode, sold[ln.Barcode]-refunded[ln.Barcode])
 		}
 		lines = append(lines, Line{Barcode: ln.Barcode, Qty: ln.Qty, PriceCents: price[ln.Barcode]})
 		total += ln.Qty * price[ln.Barcode]
 	}
 	if total != r.TotalCents {
-		return nil, errf(http.StatusBadRequest, "total_mismatch", "total_cents %d is not the refund's value at the original prices, %d", r.TotalCents, total)
+		return nil, Errorf(KindInvalid, "total_mismatch", "total_cents %d is not the refund's value at the original prices, %d", r.TotalCents, total)
 	}
 	now := l.now().UTC()
 	day, hour := l.dayHour(now)
@@ -85,7 +90,7 @@ func (l *Ledger) Get(ctx context.Context, flow string) ([]byte, error) {
 		return nil, errJournal(err)
 	}
 	if t == nil {
-		return nil, errf(http.StatusNotFound, "sale_not_found", "no sale or refund %s in this store's journal", flow)
+		return nil, Errorf(KindNotFound, "sale_not_found", "no sale or refund %s in this store's journal", flow)
 	}
 	return t.Body, nil
 }

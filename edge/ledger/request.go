@@ -1,26 +1,18 @@
 package ledger
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"io"
-	"math"
-	"net/http"
 	"regexp"
-	"strconv"
-	"strings"
 	"time"
 )
 
-// Limits on input.
+// Limits of a request's content. Transport limits (body sizes) belong to
+// the caller that reads the request.
 const (
-	MaxBodyBytes      = 64 << 10
-	MaxBatchBodyBytes = 1 << 20
-	MaxBatchSales     = 100
-	MaxLines          = 200
+	MaxBatchSales = 100
+	MaxLines      = 200
 	// MaxCents bounds one amount so no sum of a sale can overflow int64.
 	MaxCents = 1_000_000_000_000
 	MaxQty   = 1_000_000
@@ -42,24 +34,25 @@ func ValidKey(s string) bool { return keyRE.MatchString(s) }
 // ValidFlowNo reports whether s can be a flow number.
 func ValidFlowNo(s string) bool { return flowRE.MatchString(s) }
 
-// Line is one validated line.
+// Line is one line of a sale.
 type Line struct {
 	Barcode    string `json:"barcode"`
 	Qty        int64  `json:"qty"`
 	PriceCents int64  `json:"price_cents"`
 }
 
-// SaleRequest is a validated sale body.
+// SaleRequest is a sale as a terminal asks for it. Its JSON form is its
+// idempotency fingerprint: changing a field changes every fingerprint.
 type SaleRequest struct {
 	Lines      []Line `json:"lines"`
 	TotalCents int64  `json:"total_cents"`
 	Tender     string `json:"tender"`
 	ReceiptNo  string `json:"receipt_no,omitempty"`
 	CashierID  string `json:"cashier_id,omitempty"`
-	OccurredAt string `json:"occurred_at,omitempty"`
+	OccurredAt string `json:"occurred_at,omitempty"` // RFC3339; "" = now
 }
 
-// RefundRequest is a validated refund body.
+// RefundRequest is a refund as a terminal asks for it.
 type RefundRequest struct {
 	OriginalFlowNo string       `json:"original_flow_no"`
 	Lines          []RefundLine `json:"lines"`
@@ -72,6 +65,13 @@ type RefundLine struct {
 	Qty     int64  `json:"qty"`
 }
 
+// BatchSale is one sale of a batch upload, with its own key.
+type BatchSale struct {
+	Key  string
+	Sale SaleRequest
+	Err  *Error // set when this sale alone is refused (e.g. it did not decode)
+}
+
 // Fingerprint identifies a request body for idempotency: the same key with
 // another fingerprint is a reused key.
 func Fingerprint(v any) string {
@@ -80,220 +80,99 @@ func Fingerprint(v any) string {
 	return hex.EncodeToString(s[:16])
 }
 
-type rawLine struct {
-	Barcode    *string         `json:"barcode"`
-	Qty        json.RawMessage `json:"qty"`
-	PriceCents json.RawMessage `json:"price_cents"`
-}
-
-type rawSale struct {
-	Lines      []rawLine       `json:"lines"`
-	TotalCents json.RawMessage `json:"total_cents"`
-	Tender     *string         `json:"tender"`
-	ReceiptNo  *string         `json:"receipt_no"`
-	CashierID  *string         `json:"cashier_id"`
-	OccurredAt *string         `json:"occurred_at"`
-}
-
-// ReadBody reads at most limit bytes of a request body: beyond it, 413.
-func ReadBody(r *http.Request, limit int64) ([]byte, *Error) {
-	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, limit))
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		return nil, errf(http.StatusRequestEntityTooLarge, "body_too_large", "the body exceeds %d bytes", limit)
+// Validate checks a sale against the contract's rules (§3): the first
+// broken rule is the refusal, checked in the order of the body's fields.
+func (s SaleRequest) Validate() *Error {
+	if e := validLineCount(len(s.Lines)); e != nil {
+		return e
 	}
-	if err != nil {
-		return nil, errf(http.StatusBadRequest, "invalid_json", "reading the body: %v", err)
-	}
-	return b, nil
-}
-
-// DecodeStrict decodes JSON, rejecting unknown fields and trailing data.
-func DecodeStrict(b []byte, v any) *Error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	if err := d.Decode(v); err != nil {
-		if strings.HasPrefix(err.Error(), "json: unknown field") {
-			return errf(http.StatusBadRequest, "unknown_field", "%s", strings.TrimPrefix(err.Error(), "json: "))
+	for i, l := range s.Lines {
+		if e := validLine(i, l.Barcode, l.Qty); e != nil {
+			return e
 		}
-		return errf(http.StatusBadRequest, "invalid_json", "malformed JSON: %v", err)
+		if l.PriceCents < 0 || l.PriceCents > MaxCents {
+			return Errorf(KindInvalid, "invalid_amount", "lines[%d].price_cents must be a whole, non-negative number of cents", i)
+		}
 	}
-	if d.More() {
-		return errf(http.StatusBadRequest, "invalid_json", "trailing data after the JSON object")
+	if s.TotalCents < 0 {
+		return errTotal()
+	}
+	var sum int64
+	for _, l := range s.Lines {
+		sum += l.Qty * l.PriceCents // bounded: MaxLines × MaxQty × MaxCents < 2^63
+	}
+	if sum != s.TotalCents {
+		return Errorf(KindInvalid, "total_mismatch", "total_cents %d is not the sum of qty×price_cents, %d", s.TotalCents, sum)
+	}
+	if !tenders[s.Tender] {
+		return Errorf(KindInvalid, "invalid_tender", "tender must be cash, card, mobile or other")
+	}
+	if len(s.ReceiptNo) > 64 {
+		return Errorf(KindInvalid, "invalid_receipt_no", "receipt_no is at most 64 bytes")
+	}
+	if len(s.CashierID) > 32 {
+		return Errorf(KindInvalid, "invalid_cashier_id", "cashier_id is at most 32 bytes")
+	}
+	if s.OccurredAt != "" {
+		if _, err := time.Parse(time.RFC3339, s.OccurredAt); err != nil {
+			return ErrOccurredAt()
+		}
 	}
 	return nil
 }
 
-// IntField parses a JSON number that must be an integer in [min, max].
-// Strings, fractions, exponents and out-of-range values are refused.
-func IntField(raw json.RawMessage, min, max int64) (int64, bool) {
-	s := string(bytes.TrimSpace(raw))
-	if s == "" || s == "null" {
-		return 0, false
-	}
-	for i, c := range s {
-		if !(c >= '0' && c <= '9') && !(i == 0 && c == '-') {
-			return 0, false
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < min || n > max {
-		return 0, false
-	}
-	return n, true
+// ErrOccurredAt is the refusal of an occurred_at that is not RFC3339.
+func ErrOccurredAt() *Error {
+	return Errorf(KindInvalid, "invalid_occurred_at", "occurred_at must be RFC3339, e.g. 2026-11-30T10:00:00Z")
 }
 
-func validLines(raw []rawLine, needPrice bool) ([]Line, *Error) {
-	if len(raw) == 0 {
-		return nil, errf(http.StatusBadRequest, "invalid_lines", "lines must hold at least one line")
+// Validate checks a refund's form; whether the sale it refers to allows
+// it is checked by Refund.
+func (r RefundRequest) Validate() *Error {
+	if !ValidFlowNo(r.OriginalFlowNo) {
+		return Errorf(KindInvalid, "invalid_flow_no", "original_flow_no must be the digits of a flow number")
 	}
-	if len(raw) > MaxLines {
-		return nil, errf(http.StatusBadRequest, "invalid_lines", "at most %d lines", MaxLines)
+	if e := validLineCount(len(r.Lines)); e != nil {
+		return e
 	}
-	out := make([]Line, len(raw))
-	for i, l := range raw {
-		if l.Barcode == nil || !barcodeRE.MatchString(*l.Barcode) {
-			return nil, errf(http.StatusBadRequest, "invalid_barcode", "lines[%d].barcode must be 1-64 of [A-Za-z0-9._-]", i)
-		}
-		q, ok := IntField(l.Qty, 1, MaxQty)
-		if !ok {
-			return nil, errf(http.StatusBadRequest, "invalid_qty", "lines[%d].qty must be a whole number from 1 to %d", i, MaxQty)
-		}
-		out[i] = Line{Barcode: *l.Barcode, Qty: q}
-		if needPrice {
-			p, ok := IntField(l.PriceCents, 0, MaxCents)
-			if !ok {
-				return nil, errf(http.StatusBadRequest, "invalid_amount", "lines[%d].price_cents must be a whole, non-negative number of cents", i)
-			}
-			out[i].PriceCents = p
-		} else if l.PriceCents != nil {
-			return nil, errf(http.StatusBadRequest, "unknown_field", "lines[%d].price_cents: a refund line is priced from the original sale", i)
+	for i, l := range r.Lines {
+		if e := validLine(i, l.Barcode, l.Qty); e != nil {
+			return e
 		}
 	}
-	return out, nil
+	if r.TotalCents < 0 {
+		return errTotal()
+	}
+	return nil
 }
 
-// ParseSale validates a sale body (contract §3).
-func ParseSale(b []byte) (SaleRequest, *Error) {
-	var raw rawSale
-	if e := DecodeStrict(b, &raw); e != nil {
-		return SaleRequest{}, e
+func validLineCount(n int) *Error {
+	if n == 0 {
+		return Errorf(KindInvalid, "invalid_lines", "lines must hold at least one line")
 	}
-	return validSale(raw)
+	if n > MaxLines {
+		return Errorf(KindInvalid, "invalid_lines", "at most %d lines", MaxLines)
+	}
+	return nil
 }
 
-func validSale(raw rawSale) (SaleRequest, *Error) {
-	var s SaleRequest
-	lines, e := validLines(raw.Lines, true)
-	if e != nil {
-		return s, e
+func validLine(i int, barcode string, qty int64) *Error {
+	if !ValidBarcode(barcode) {
+		return Errorf(KindInvalid, "invalid_barcode", "lines[%d].barcode must be 1-64 of [A-Za-z0-9._-]", i)
 	}
-	s.Lines = lines
-	total, ok := IntField(raw.TotalCents, 0, math.MaxInt64)
-	if !ok {
-		return s, errf(http.StatusBadRequest, "invalid_amount", "total_cents must be a whole, non-negative number of cents")
+	if qty < 1 || qty > MaxQty {
+		return Errorf(KindInvalid, "invalid_qty", "lines[%d].qty must be a whole number from 1 to %d", i, MaxQty)
 	}
-	var sum int64
-	for _, l := range lines {
-		sum += l.Qty * l.PriceCents // bounded: MaxLines × MaxQty × MaxCents < 2^63
-	}
-	if sum != total {
-		return s, errf(http.StatusBadRequest, "total_mismatch", "total_cents %d is not the sum of qty×price_cents, %d", total, sum)
-	}
-	s.TotalCents = total
-	if raw.Tender == nil || !tenders[*raw.Tender] {
-		return s, errf(http.StatusBadRequest, "invalid_tender", "tender must be cash, card, mobile or other")
-	}
-	s.Tender = *raw.Tender
-	if raw.ReceiptNo != nil {
-		if len(*raw.ReceiptNo) > 64 {
-			return s, errf(http.StatusBadRequest, "invalid_receipt_no", "receipt_no is at most 64 bytes")
-		}
-		s.ReceiptNo = *raw.ReceiptNo
-	}
-	if raw.CashierID != nil {
-		if len(*raw.CashierID) > 32 {
-			return s, errf(http.StatusBadRequest, "invalid_cashier_id", "cashier_id is at most 32 bytes")
-		}
-		s.CashierID = *raw.CashierID
-	}
-	if raw.OccurredAt != nil {
-		t, err := time.Parse(time.RFC3339, *raw.OccurredAt)
-		if err != nil {
-			return s, errf(http.StatusBadRequest, "invalid_occurred_at", "occurred_at must be RFC3339, e.g. 2026-11-30T10:00:00Z")
-		}
-		s.OccurredAt = t.UTC().Format(time.RFC3339Nano)
-	}
-	return s, nil
+	return nil
 }
 
-// ParseRefund validates a refund body.
-func ParseRefund(b []byte) (RefundRequest, *Error) {
-	var raw struct {
-		OriginalFlowNo *string         `json:"original_flow_no"`
-		Lines          []rawLine       `json:"lines"`
-		TotalCents     json.RawMessage `json:"total_cents"`
-	}
-	var r RefundRequest
-	if e := DecodeStrict(b, &raw); e != nil {
-		return r, e
-	}
-	if raw.OriginalFlowNo == nil || !flowRE.MatchString(*raw.OriginalFlowNo) {
-		return r, errf(http.StatusBadRequest, "invalid_flow_no", "original_flow_no must be the digits of a flow number")
-	}
-	lines, e := validLines(raw.Lines, false)
-	if e != nil {
-		return r, e
-	}
-	total, ok := IntField(raw.TotalCents, 0, math.MaxInt64)
-	if !ok {
-		return r, errf(http.StatusBadRequest, "invalid_amount", "total_cents must be a whole, non-negative number of cents")
-	}
-	r.OriginalFlowNo, r.TotalCents = *raw.OriginalFlowNo, total
-	for _, l := range lines {
-		r.Lines = append(r.Lines, RefundLine{Barcode: l.Barcode, Qty: l.Qty})
-	}
-	return r, nil
+func errTotal() *Error {
+	return Errorf(KindInvalid, "invalid_amount", "total_cents must be a whole, non-negative number of cents")
 }
 
-// BatchSale is one sale of a batch upload, with its own key.
-type BatchSale struct {
-	Key  string
-	Sale SaleRequest
-	Err  *Error // set when this sale alone is refused
-}
-
-// ParseBatch validates a batch body; each sale is validated on its own.
-func ParseBatch(b []byte) ([]BatchSale, *Error) {
-	var raw struct {
-		Sales []json.RawMessage `json:"sales"`
+func validKey(key string) *Error {
+	if !ValidKey(key) {
+		return Errorf(KindInvalid, "invalid_idempotency_key", "Idempotency-Key must be 1-64 of [A-Za-z0-9._:-]")
 	}
-	if e := DecodeStrict(b, &raw); e != nil {
-		return nil, e
-	}
-	if len(raw.Sales) == 0 || len(raw.Sales) > MaxBatchSales {
-		return nil, errf(http.StatusBadRequest, "batch_too_large", "a batch holds 1 to %d sales, got %d", MaxBatchSales, len(raw.Sales))
-	}
-	out := make([]BatchSale, len(raw.Sales))
-	for i, rs := range raw.Sales {
-		var one struct {
-			IdempotencyKey *string `json:"idempotency_key"`
-			rawSale
-		}
-		if e := DecodeStrict(rs, &one); e != nil {
-			out[i].Err = e
-			continue
-		}
-		if one.IdempotencyKey == nil {
-			out[i].Err = errf(http.StatusBadRequest, "idempotency_key_missing", "sales[%d].idempotency_key is required", i)
-			continue
-		}
-		if !keyRE.MatchString(*one.IdempotencyKey) {
-			out[i].Err = errf(http.StatusBadRequest, "invalid_idempotency_key", "sales[%d].idempotency_key must be 1-64 of [A-Za-z0-9._:-]", i)
-			continue
-		}
-		out[i].Key = *one.IdempotencyKey
-		out[i].Sale, out[i].Err = validSale(one.rawSale)
-	}
-	return out, nil
+	return nil
 }

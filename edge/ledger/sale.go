@@ -3,7 +3,6 @@ package ledger
 import (
 	"context"
 	"errors"
-	"net/http"
 	"time"
 
 	"github.com/posedge/posedge/offline/journal"
@@ -17,6 +16,12 @@ func (l *Ledger) Sale(ctx context.Context, term, key string, s SaleRequest) (*Re
 }
 
 func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mode string) (*Result, error) {
+	if e := validKey(key); e != nil {
+		return nil, e
+	}
+	if e := s.Validate(); e != nil {
+		return nil, e
+	}
 	fp := Fingerprint(s)
 	if !l.claim(term, key) {
 		return nil, errInProgress()
@@ -54,7 +59,7 @@ func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mo
 func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*Result, error) {
 	res, err := l.run(ctx, a)
 	if err != nil {
-		if IsRedisUnavailable(err) {
+		if outage(ctx, err) {
 			l.log.Warn("redis refused a money write; journaling in degraded mode", "terminal", t.TerminalID, "err", err)
 			l.SetRedisDown(true)
 			return l.recordDegraded(ctx, t, b)
@@ -137,5 +142,5 @@ func asError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	return errf(http.StatusInternalServerError, "internal", "%v", err)
+	return Errorf(KindInternal, "internal", "%v", err)
 }
