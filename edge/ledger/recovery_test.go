@@ -1,0 +1,237 @@
+package ledger_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/offline/journal"
+)
+
+// Sales made while Redis is down are journaled in this node's own flow
+// range; when Redis is back they are applied to it exactly once.
+func TestDegradedSalesAppliedOnceWhenRedisIsBack(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	if err := e.rdb.ConfigSet(e.ctx, "appendfsync", "always").Err(); err != nil {
+		t.Fatal(err) // the restarted node must come back with what it acknowledged
+	}
+	e.putItem("A", 150, 10)
+	before := e.mustSale("T01", "n1", sale1("A", 1, 150))
+
+	e.redis.KillNode(0)
+	down1, err := e.sale("T01", "d1", sale1("A", 2, 150))
+	if err != nil {
+		t.Fatalf("sale while Redis is down: %v", err)
+	}
+	if !e.l.Degraded() {
+		t.Fatal("not degraded after a sale found Redis down")
+	}
+	down2 := e.mustSale("T02", "d2", sale1("A", 3, 150))
+	for _, r := range []*ledger.Result{down1, down2} {
+		if !strings.HasPrefix(r.FlowNo, "20") || len(r.FlowNo) != 16 {
+			t.Fatalf("degraded flow number %q", r.FlowNo)
+		}
+	}
+	if jt := e.journaled("T01", "d1"); jt == nil || jt.Mode != journal.ModeDegraded || jt.Applied {
+		t.Fatalf("journal row of a degraded sale %+v", jt)
+	}
+	if it, err := e.l.Item(e.ctx, "A"); err != nil || !it.Stale {
+		t.Fatalf("item while down: %+v %v", it, err)
+	}
+	if r, err := e.sale("T01", "d1", sale1("A", 2, 150)); err != nil || !r.Replayed || r.FlowNo != down1.FlowNo {
+		t.Fatalf("replay while down: %+v %v", r, err)
+	}
+
+	e.redis.RestartNode(0)
+	ctx, stop := context.WithCancel(e.ctx)
+	watched := make(chan struct{})
+	go func() { e.l.Watch(ctx, 50*time.Millisecond, ""); close(watched) }()
+	t.Cleanup(func() { stop(); <-watched })
+	deadline := time.Now().Add(10 * time.Second)
+	for e.l.Degraded() {
+		if time.Now().After(deadline) {
+			t.Fatal("still degraded 10 s after Redis came back")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := e.stock("A"); got != 4 {
+		t.Fatalf("stock %d, want 4 (10 − 1 − 2 − 3)", got)
+	}
+	if got := e.today(); got != (ledger.Totals{Sales: 3, SalesCents: 900}) {
+		t.Fatalf("day totals %+v", got)
+	}
+	if rows, err := e.j.Unapplied(e.ctx, 10); err != nil || len(rows) != 0 {
+		t.Fatalf("unapplied after recovery: %d %v", len(rows), err)
+	}
+	// Applying again (the next tick, another daemon) applies nothing.
+	if n, err := e.l.ApplyDegraded(e.ctx); err != nil || n != 0 {
+		t.Fatalf("second apply: %d %v", n, err)
+	}
+	if err := e.l.Repair(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.stock("A"); got != 4 {
+		t.Fatalf("stock %d after applying twice, want 4", got)
+	}
+	// Back in normal mode; the degraded sale's key still answers its body.
+	if r, err := e.sale("T01", "d1", sale1("A", 2, 150)); err != nil || !r.Replayed || string(r.Body) != string(down1.Body) {
+		t.Fatalf("replay after recovery: %+v %v", r, err)
+	}
+	after := e.mustSale("T01", "n2", sale1("A", 1, 150))
+	if !normalFlow.MatchString(after.FlowNo) || after.FlowNo <= before.FlowNo {
+		t.Fatalf("flow numbers %s then %s", before.FlowNo, after.FlowNo)
+	}
+}
+
+// A Redis that lost acknowledged writes (a master restarted empty and its
+// item master loaded again) is repaired from the journal at start: the
+// sales are applied again and the flow sequence never goes back.
+func TestStartRepairsRedisThatLostWrites(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	e.putItem("A", 150, 10)
+	s1 := e.mustSale("T01", "k1", sale1("A", 2, 150))
+	s2 := e.mustSale("T02", "k2", sale1("A", 1, 150))
+	// Marking a record COMPLETED runs after the answer; a mark landing on
+	// the emptied Redis would leave a record without its effects.
+	e.waitCompleted("T01:k1", "T02:k2")
+	if err := e.rdb.FlushAll(e.ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.putItem("A", 150, 10)
+
+	e.restart(journal.Options{})
+	id, err := e.l.Start(e.ctx)
+	if err != nil || id == "" {
+		t.Fatalf("start: %q %v", id, err)
+	}
+	if e.l.Degraded() {
+		t.Fatal("degraded after a successful start")
+	}
+	if got := e.stock("A"); got != 7 {
+		t.Fatalf("stock %d, want 7", got)
+	}
+	if got := e.today(); got != (ledger.Totals{Sales: 2, SalesCents: 450}) {
+		t.Fatalf("day totals %+v", got)
+	}
+	s3 := e.mustSale("T01", "k3", sale1("A", 1, 150))
+	if s3.FlowNo <= s2.FlowNo || s3.FlowNo <= s1.FlowNo {
+		t.Fatalf("flow number %s after %s and %s: the sequence went back", s3.FlowNo, s1.FlowNo, s2.FlowNo)
+	}
+	if r, err := e.sale("T01", "k1", sale1("A", 2, 150)); err != nil || !r.Replayed || r.FlowNo != s1.FlowNo {
+		t.Fatalf("replay after repair: %+v %v", r, err)
+	}
+	if got := e.stock("A"); got != 6 {
+		t.Fatalf("stock %d, want 6", got)
+	}
+}
+
+// A sale Redis applied but the journal could not take (here: the journal
+// is full) is journaled, as Redis recorded it, by the next daemon's start;
+// its retry then answers that sale and changes nothing.
+func TestStartJournalsSaleLeftInRedisOnly(t *testing.T) {
+	e := newEnv(t, journal.Options{MaxPageCount: 30})
+	e.putItem("A", 150, 100000)
+	var lost string
+	for i := 0; lost == ""; i++ {
+		key := fmt.Sprintf("k%d", i)
+		_, err := e.sale("T01", key, sale1("A", 1, 150))
+		if err != nil {
+			le := refusal(t, err)
+			if le.Code != "journal_unavailable" || le.Kind != ledger.KindUnavailable {
+				t.Fatalf("sale %d: %v", i, le)
+			}
+			lost = key
+		}
+		if i > 5000 {
+			t.Fatal("the journal never filled up")
+		}
+	}
+	stock := e.stock("A")
+	day := e.today()
+
+	e.restart(journal.Options{})
+	if _, err := e.l.Start(e.ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	jt := e.journaled("T01", lost)
+	if jt == nil || jt.Mode != journal.ModeRecovered || !jt.Applied || !normalFlow.MatchString(jt.FlowNo) {
+		t.Fatalf("journal row of the sale left in Redis: %+v", jt)
+	}
+	r, err := e.sale("T01", lost, sale1("A", 1, 150))
+	if err != nil || !r.Replayed || r.FlowNo != jt.FlowNo {
+		t.Fatalf("retry: %+v %v", r, err)
+	}
+	if got := e.stock("A"); got != stock {
+		t.Fatalf("stock %d, want %d", got, stock)
+	}
+	if got := e.today(); got != day {
+		t.Fatalf("day totals %+v, want %+v", got, day)
+	}
+}
+
+// A till that hangs up (its request's context cancelled) is not a Redis
+// outage: the store stays in normal mode and nothing is recorded.
+func TestCancelledRequestKeepsNormalMode(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	e.putItem("A", 150, 10)
+	cancelled, cancel := context.WithCancel(e.ctx)
+	cancel()
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"item", func() error { _, err := e.l.Item(cancelled, "A"); return err }},
+		{"put item", func() error {
+			return e.l.PutItem(cancelled, ledger.Item{Barcode: "A", Name: "x", PriceCents: 1, Stock: 1})
+		}},
+		{"payment token", func() error { _, err := e.l.NewToken(cancelled, "T01"); return err }},
+		{"sale", func() error { _, err := e.l.Sale(cancelled, "T01", "c1", sale1("A", 1, 150)); return err }},
+	}
+	for _, c := range calls {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.call(); err == nil {
+				t.Fatal("a cancelled call succeeded")
+			}
+			if e.l.Degraded() {
+				t.Fatal("a cancelled call switched the store to degraded mode")
+			}
+		})
+	}
+	if got := e.stock("A"); got != 10 {
+		t.Fatalf("stock %d, want 10", got)
+	}
+	if jt := e.journaled("T01", "c1"); jt != nil {
+		t.Fatalf("a cancelled sale was journaled: %+v", jt)
+	}
+}
+
+func TestIsRedisUnavailable(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no error", nil, false},
+		{"missing key", redis.Nil, false},
+		{"cancelled by the caller", context.Canceled, false},
+		{"cancelled, wrapped", fmt.Errorf("run txn.lua: %w", context.Canceled), false},
+		{"timeout", context.DeadlineExceeded, true},
+		{"timeout, wrapped", fmt.Errorf("run txn.lua: %w", context.DeadlineExceeded), true},
+		{"client closed", redis.ErrClosed, true},
+		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, true},
+		{"read-only replica", errors.New("READONLY You can't write against a read only replica."), true},
+		{"out of memory", errors.New("OOM command not allowed when used memory > 'maxmemory'."), true},
+	}
+	for _, tt := range tests {
+		if got := ledger.IsRedisUnavailable(tt.err); got != tt.want {
+			t.Errorf("%s: IsRedisUnavailable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package ledger_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/posedge/posedge/edge/ledger"
+)
+
+func TestSaleValidate(t *testing.T) {
+	line := func(b string, q, p int64) ledger.Line { return ledger.Line{Barcode: b, Qty: q, PriceCents: p} }
+	sale := func(total int64, ls ...ledger.Line) ledger.SaleRequest {
+		return ledger.SaleRequest{Lines: ls, TotalCents: total, Tender: "cash"}
+	}
+	many := make([]ledger.Line, ledger.MaxLines+1)
+	for i := range many {
+		many[i] = line("A", 1, 1)
+	}
+	withReceipt := sale(100, line("A", 1, 100))
+	withReceipt.ReceiptNo = strings.Repeat("r", 65)
+	badTime := sale(100, line("A", 1, 100))
+	badTime.OccurredAt = "yesterday"
+	goodTime := sale(100, line("A", 1, 100))
+	goodTime.OccurredAt = "2026-11-30T10:00:00+02:00"
+	tests := []struct {
+		name string
+		s    ledger.SaleRequest
+		code string // "" = valid
+	}{
+		{"valid", sale(350, line("A", 2, 100), line("B", 1, 150)), ""},
+		{"free item", sale(0, line("A", 1, 0)), ""},
+		{"with time", goodTime, ""},
+		{"no lines", sale(0), "invalid_lines"},
+		{"too many lines", sale(int64(len(many)), many...), "invalid_lines"},
+		{"bad barcode", sale(100, line("A B", 1, 100)), "invalid_barcode"},
+		{"zero qty", sale(0, line("A", 0, 100)), "invalid_qty"},
+		{"qty above the bound", sale(100, line("A", ledger.MaxQty+1, 1)), "invalid_qty"},
+		{"negative price", sale(-100, line("A", 1, -100)), "invalid_amount"},
+		{"price above the bound", sale(ledger.MaxCents+1, line("A", 1, ledger.MaxCents+1)), "invalid_amount"},
+		{"negative total", sale(-1, line("A", 1, 0)), "invalid_amount"},
+		{"total mismatch", sale(100, line("A", 2, 100)), "total_mismatch"},
+		{"first broken rule wins", sale(5, line("A B", 0, -1)), "invalid_barcode"},
+		{"tender", ledger.SaleRequest{Lines: []ledger.Line{line("A", 1, 1)}, TotalCents: 1, Tender: "iou"}, "invalid_tender"},
+		{"receipt too long", withReceipt, "invalid_receipt_no"},
+		{"occurred_at not RFC3339", badTime, "invalid_occurred_at"},
+	}
+	for _, tt := range tests {
+		e := tt.s.Validate()
+		switch {
+		case tt.code == "" && e != nil:
+			t.Errorf("%s: refused %v", tt.name, e)
+		case tt.code != "" && (e == nil || e.Code != tt.code || e.Kind != ledger.KindInvalid):
+			t.Errorf("%s: got %v, want invalid %s", tt.name, e, tt.code)
+		}
+	}
+}
+
+func TestRefundValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		r    ledger.RefundRequest
+		code string
+	}{
+		{"valid", ledger.RefundRequest{OriginalFlowNo: "1000000000000001", Lines: []ledger.RefundLine{{Barcode: "A", Qty: 1}}, TotalCents: 5}, ""},
+		{"flow number", ledger.RefundRequest{OriginalFlowNo: "", Lines: []ledger.RefundLine{{Barcode: "A", Qty: 1}}}, "invalid_flow_no"},
+		{"no lines", ledger.RefundRequest{OriginalFlowNo: "1"}, "invalid_lines"},
+		{"qty", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A", Qty: -1}}}, "invalid_qty"},
+		{"total", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A", Qty: 1}}, TotalCents: -1}, "invalid_amount"},
+	}
+	for _, tt := range tests {
+		e := tt.r.Validate()
+		if (tt.code == "") != (e == nil) || (e != nil && e.Code != tt.code) {
+			t.Errorf("%s: got %v, want %q", tt.name, e, tt.code)
+		}
+	}
+}
