@@ -145,11 +145,22 @@ func parseRefund(b []byte) (ledger.RefundRequest, *ledger.Error) {
 		return ledger.RefundRequest{}, e
 	}
 	r := ledger.RefundRequest{OriginalFlowNo: strOrEmpty(raw.OriginalFlowNo), TotalCents: wholeOrInvalid(raw.TotalCents)}
+	priced := -1 // the first line that sends a price
 	for i, l := range raw.Lines {
-		if l.PriceCents != nil {
-			return ledger.RefundRequest{}, ledger.Errorf(ledger.KindInvalid, "unknown_field", "lines[%d].price_cents: a refund line is priced from the original sale", i)
+		if l.PriceCents != nil && priced < 0 {
+			priced = i
 		}
 		r.Lines = append(r.Lines, ledger.RefundLine{Barcode: strOrEmpty(l.Barcode), Qty: wholeOrInvalid(l.Qty)})
+	}
+	if priced >= 0 && len(r.Lines) <= ledger.MaxLines {
+		// A priced line is refused after what comes before its price in
+		// the body: the flow number, the lines before it, its barcode
+		// and qty (the first lines alone, with a total yet unchecked).
+		head := ledger.RefundRequest{OriginalFlowNo: r.OriginalFlowNo, Lines: r.Lines[:priced+1]}
+		if e := head.Validate(); e != nil {
+			return ledger.RefundRequest{}, e
+		}
+		return ledger.RefundRequest{}, ledger.Errorf(ledger.KindInvalid, "unknown_field", "lines[%d].price_cents: a refund line is priced from the original sale", priced)
 	}
 	if e := r.Validate(); e != nil {
 		return ledger.RefundRequest{}, e

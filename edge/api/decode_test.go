@@ -1,0 +1,62 @@
+package api
+
+import (
+	"testing"
+)
+
+// Decoding turns a body into the ledger's types and lets their Validate
+// choose the refusal; these are the cases where decoding and validation
+// meet, each answered as the contract's one code.
+func TestDecodeRefusals(t *testing.T) {
+	const ok = `{"barcode":"A","qty":1,"price_cents":100}`
+	tests := []struct {
+		name, kind, body, code string
+	}{
+		{"missing qty", "sale", `{"lines":[{"barcode":"A","price_cents":100}],"total_cents":100,"tender":"cash"}`, "invalid_qty"},
+		{"qty as a string", "sale", `{"lines":[{"barcode":"A","qty":"1","price_cents":100}],"total_cents":100,"tender":"cash"}`, "invalid_qty"},
+		{"missing barcode", "sale", `{"lines":[{"qty":1,"price_cents":100}],"total_cents":100,"tender":"cash"}`, "invalid_barcode"},
+		{"missing total", "sale", `{"lines":[` + ok + `],"tender":"cash"}`, "invalid_amount"},
+		{"missing tender", "sale", `{"lines":[` + ok + `],"total_cents":100}`, "invalid_tender"},
+		{"null total", "sale", `{"lines":[` + ok + `],"total_cents":null,"tender":"cash"}`, "invalid_amount"},
+		{"empty occurred_at", "sale", `{"lines":[` + ok + `],"total_cents":100,"tender":"cash","occurred_at":""}`, "invalid_occurred_at"},
+		{"a line before the bad total", "sale", `{"lines":[{"barcode":"A","qty":1.5,"price_cents":100}],"total_cents":"x","tender":"cash"}`, "invalid_qty"},
+		{"trailing data", "sale", `{"lines":[` + ok + `],"total_cents":100,"tender":"cash"} {}`, "invalid_json"},
+		{"priced refund line", "refund", `{"original_flow_no":"1000000000000001","lines":[{"barcode":"A","qty":1,"price_cents":5}],"total_cents":5}`, "unknown_field"},
+		{"bad flow before a priced line", "refund", `{"original_flow_no":"x","lines":[{"barcode":"A","qty":1,"price_cents":5}],"total_cents":5}`, "invalid_flow_no"},
+		{"bad earlier line before a priced line", "refund", `{"original_flow_no":"1","lines":[{"barcode":"A B","qty":1},{"barcode":"A","qty":1,"price_cents":5}],"total_cents":5}`, "invalid_barcode"},
+		{"priced line before a bad total", "refund", `{"original_flow_no":"1","lines":[{"barcode":"A","qty":1,"price_cents":5}],"total_cents":-5}`, "unknown_field"},
+		{"no sales", "batch", `{"sales":[]}`, "batch_too_large"},
+	}
+	for _, tt := range tests {
+		var code string
+		switch tt.kind {
+		case "sale":
+			if _, e := parseSale([]byte(tt.body)); e != nil {
+				code = e.Code
+			}
+		case "refund":
+			if _, e := parseRefund([]byte(tt.body)); e != nil {
+				code = e.Code
+			}
+		case "batch":
+			if _, e := parseBatch([]byte(tt.body)); e != nil {
+				code = e.Code
+			}
+		}
+		if code != tt.code {
+			t.Errorf("%s: %q, want %q", tt.name, code, tt.code)
+		}
+	}
+}
+
+func TestDecodeSaleNormalizesOccurredAt(t *testing.T) {
+	s, e := parseSale([]byte(`{"lines":[{"barcode":"A","qty":2,"price_cents":100}],"total_cents":200,"tender":"card","occurred_at":"2026-11-30T10:00:00+02:00"}`))
+	if e != nil || s.OccurredAt != "2026-11-30T08:00:00Z" || s.TotalCents != 200 || len(s.Lines) != 1 || s.Lines[0].Qty != 2 {
+		t.Fatalf("%+v %v", s, e)
+	}
+	batch, e := parseBatch([]byte(`{"sales":[{"idempotency_key":"b-1","lines":[{"barcode":"A","qty":1,"price_cents":1}],"total_cents":1,"tender":"cash"},{"lines":[]},{"idempotency_key":"b 3"}]}`))
+	if e != nil || len(batch) != 3 || batch[0].Err != nil || batch[0].Key != "b-1" ||
+		batch[1].Err == nil || batch[1].Err.Code != "idempotency_key_missing" || batch[2].Err == nil || batch[2].Err.Code != "invalid_idempotency_key" {
+		t.Fatalf("%+v %v", batch, e)
+	}
+}
