@@ -5,18 +5,16 @@ import (
 	"time"
 )
 
-// The values of the structured-field headers of the IETF httpapi draft
-// "RateLimit header fields for HTTP" (-08) for a decision's tightest
-// level, e.g.
+// PolicyField and LimitField are the values of the structured-field
+// headers of the IETF httpapi draft "RateLimit header fields for HTTP"
+// (-08) for a decision's tightest level, e.g.
 //
 //	RateLimit-Policy: "pay";q=5;w=2
 //	RateLimit: "pay";r=0;t=2
 //
 // w is the window in whole seconds (rounded up, at least 1), t the seconds
 // until a slot frees (rounded up, at least 0). Writing them on an answer
-// is the HTTP layer's job.
-
-// PolicyField is the value of the RateLimit-Policy header.
+// is the HTTP layer's job (edge/api).
 func (d Decision) PolicyField() string {
 	return `"` + d.Policy + `";q=` + strconv.Itoa(d.Limit) + ";w=" + strconv.FormatInt(max(ceilSeconds(d.Window), 1), 10)
 }
