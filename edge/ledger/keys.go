@@ -1,7 +1,8 @@
 package ledger
 
-// Redis key names. Every key carries the store as a hash tag so a store's
-// keys can live on one Redis Cluster slot.
+// Redis key names: this file is the one place that knows them (the Lua
+// scripts in lua/ take them as KEYS). Every key carries the store as a
+// hash tag so a store's keys can live on one Redis Cluster slot.
 type keys struct{ p string }
 
 func newKeys(store string) keys { return keys{p: "pe:{" + store + "}:"} }
@@ -13,3 +14,4 @@ func (k keys) hourly(day string) string     { return k.p + "hourly:" + day }
 func (k keys) token(tok string) string      { return k.p + "token:" + tok }
 func (k keys) refunded(flow string) string  { return k.p + "refunded:" + flow }
 func (k keys) item(barcode string) string   { return k.p + "item:" + barcode }
+func (k keys) lock(job string) string       { return k.p + "lock:" + job } // edge/lock adds ":fence"

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
 )
@@ -420,18 +421,17 @@ func (l *Ledger) journalAppend(ctx context.Context, t journal.Txn) error {
 func (l *Ledger) complete(ctx context.Context, term, key string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.RedisTimeout)
 	defer cancel()
-	pipe := l.rdb.Pipeline()
-	pipe.HSet(ctx, l.k.idem(term, key), "state", "COMPLETED")
+	ks := []string{l.k.idem(term, key)}
 	if IsTokenForm(key) {
-		pipe.Eval(ctx, `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'state', 'COMPLETED') end return 1`,
-			[]string{l.k.token(key)})
+		ks = append(ks, l.k.token(key))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := completeScript.Run(ctx, l.rdb, ks).Err(); err != nil {
 		l.log.Debug("mark idempotency record completed", "terminal", term, "err", err)
 	}
 }
 
+var completeScript = lua.MustScript("txn_complete.lua")
+
 func (l *Ledger) dayHour(t time.Time) (string, string) {
-	lt := t.In(l.cfg.Location)
-	return lt.Format("20060102"), lt.Format("15")
+	return businessday.DayHour(t, l.cfg.Location)
 }
