@@ -261,35 +261,19 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 	defer cancel()
 	start := time.Now()
 	defer func() { l.metrics.scriptSeconds.Observe(time.Since(start).Seconds()) }()
-	exec := func(useSHA bool) ([]any, int64, error) {
-		pipe := l.rdb.Pipeline()
-		var ev *redis.Cmd
-		if useSHA {
-			ev = l.script.EvalSha(ctx, pipe, ks, argv...)
-		} else {
-			ev = l.script.Eval(ctx, pipe, ks, argv...)
-		}
-		var wait *redis.Cmd
+	var wait *redis.Cmd
+	ev := lua.RunPipelined(ctx, l.rdb, l.script, ks, argv, func(pipe redis.Pipeliner) {
 		if l.cfg.MinReplicasAck > 0 {
 			wait = pipe.Do(ctx, "WAIT", l.cfg.MinReplicasAck, l.cfg.WaitTimeout.Milliseconds())
 		}
-		_, _ = pipe.Exec(ctx)
-		res, err := ev.Slice()
-		if err != nil {
-			return nil, 0, err
-		}
-		acked := int64(-1)
-		if wait != nil {
-			acked, _ = wait.Int64()
-		}
-		return res, acked, nil
-	}
-	res, acked, err := exec(true)
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		res, acked, err = exec(false)
-	}
+	})
+	res, err := ev.Slice()
 	if err != nil {
 		return nil, err
+	}
+	acked := int64(-1)
+	if wait != nil {
+		acked, _ = wait.Int64()
 	}
 	if res[0] == "ok" && l.cfg.MinReplicasAck > 0 && acked < int64(l.cfg.MinReplicasAck) {
 		l.metrics.waitShortfall.Inc()
