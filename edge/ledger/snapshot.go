@@ -14,6 +14,7 @@ import (
 	"github.com/posedge/posedge/edge/lock"
 	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/offline/journal"
 )
 
 // What the daily reconciliation (edge/reconcile) reads from and writes to
@@ -38,8 +39,9 @@ const correctChunk = 250
 // numbered up to Seq (plus degraded ones applied before).
 type Snapshot struct {
 	Seq int64 // the flow sequence
-	// Daily and Hourly map each day asked to its counter fields (those
-	// that hold integers; anything else a hash holds is left out).
+	// Daily and Hourly map each day asked to its counter fields, as
+	// txn.lua writes them (see ExpectedCounters); anything else a hash
+	// holds is left out.
 	Daily, Hourly map[string]map[string]int64
 	// Stock maps each barcode asked to its stock; a barcode Redis lacks
 	// (or whose item has no stock field) is absent.
@@ -73,8 +75,8 @@ func (l *Ledger) Snapshot(ctx context.Context, days, barcodes []string) (*Snapsh
 		Stock: make(map[string]int64, len(barcodes))}
 	s.Seq, _ = strconv.ParseInt(replyString(res[0]), 10, 64)
 	for i, d := range days {
-		s.Daily[d] = replyHash(res[1+i])
-		s.Hourly[d] = replyHash(res[1+len(days)+i])
+		s.Daily[d] = replyCounters(res[1+i], isDailyCounter)
+		s.Hourly[d] = replyCounters(res[1+len(days)+i], isHourlyCounter)
 	}
 	for i, b := range barcodes {
 		v := res[1+2*len(days)+i]
@@ -90,16 +92,57 @@ func (l *Ledger) Snapshot(ctx context.Context, days, barcodes []string) (*Snapsh
 	return s, nil
 }
 
-func replyHash(v any) map[string]int64 {
+// replyCounters is the counter fields of an HGETALL reply that hold
+// integers.
+func replyCounters(v any, counter func(field string) bool) map[string]int64 {
 	flat, _ := v.([]any)
 	m := make(map[string]int64, len(flat)/2)
 	for i := 0; i+1 < len(flat); i += 2 {
-		n, err := strconv.ParseInt(replyString(flat[i+1]), 10, 64)
-		if err == nil {
-			m[replyString(flat[i])] = n
+		f := replyString(flat[i])
+		if !counter(f) {
+			continue
+		}
+		if n, err := strconv.ParseInt(replyString(flat[i+1]), 10, 64); err == nil {
+			m[f] = n
 		}
 	}
 	return m
+}
+
+// The counter fields txn.lua writes in a business day's hashes:
+//
+//	daily   t:<terminal>:<counter> and x:<tender>:<counter>
+//	hourly  <HH>:<counter>
+//
+// where <counter> is sales, sales_cents, refunds or refund_cents.
+var counterNames = map[string]bool{"sales": true, "sales_cents": true, "refunds": true, "refund_cents": true}
+
+func isDailyCounter(f string) bool {
+	p := strings.Split(f, ":")
+	return len(p) == 3 && (p[0] == "t" || p[0] == "x") && counterNames[p[2]]
+}
+
+func isHourlyCounter(f string) bool {
+	h, c, ok := strings.Cut(f, ":")
+	return ok && len(h) == 2 && h >= "00" && h <= "23" && counterNames[c]
+}
+
+// ExpectedCounters are the daily and hourly counter fields Redis should
+// hold for a day whose journaled totals are rows.
+func ExpectedCounters(rows []journal.DayRow) (daily, hourly map[string]int64) {
+	daily, hourly = map[string]int64{}, map[string]int64{}
+	add := func(m map[string]int64, prefix string, t journal.DayTotals) {
+		m[prefix+"sales"] += t.Sales
+		m[prefix+"sales_cents"] += t.SalesCents
+		m[prefix+"refunds"] += t.Refunds
+		m[prefix+"refund_cents"] += t.RefundCents
+	}
+	for _, row := range rows {
+		add(daily, "t:"+row.TerminalID+":", row.Totals)
+		add(daily, "x:"+row.Tender+":", row.Totals)
+		add(hourly, row.Hour+":", row.Totals)
+	}
+	return daily, hourly
 }
 
 func replyString(v any) string {

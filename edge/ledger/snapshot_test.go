@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/lock"
@@ -17,7 +18,7 @@ import (
 )
 
 // snapshotLedger is a ledger of store S1 on a real Redis and journal.
-func snapshotLedger(t *testing.T) *ledger.Ledger {
+func snapshotLedger(t *testing.T) (*ledger.Ledger, *redis.Client) {
 	t.Helper()
 	ctx := context.Background()
 	rdb := testenv.StartRedisSingle(t).NodeClient(0)
@@ -30,16 +31,18 @@ func snapshotLedger(t *testing.T) *ledger.Ledger {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l
+	return l, rdb
 }
 
 // What the daily reconciliation does through the ledger: a snapshot,
 // corrections under the job lock's fence, and nothing written by a holder
 // whose lock another took.
 func TestSnapshotAndFencedCorrections(t *testing.T) {
-	l := snapshotLedger(t)
+	l, rdb := snapshotLedger(t)
 	ctx := context.Background()
 	const day, other = "20260301", "20260302"
+	// Fields txn.lua never writes are no counters: left out, left alone.
+	rdb.HSet(ctx, "pe:{S1}:daily:"+day, "note", "x", "t:T09:other", 5, "t:T09:sales", "many")
 	for _, it := range []ledger.Item{{Barcode: "A", Name: "a", PriceCents: 150, Stock: 10}, {Barcode: "B", Name: "b", PriceCents: 99, Stock: 4}} {
 		if err := l.PutItem(ctx, it); err != nil {
 			t.Fatal(err)
@@ -104,5 +107,36 @@ func TestSnapshotAndFencedCorrections(t *testing.T) {
 	}
 	if snap, err := l.Snapshot(ctx, nil, []string{"A"}); err != nil || snap.Stock["A"] != 7 {
 		t.Fatalf("a fenced correction wrote: stock %v %v", snap.Stock, err)
+	}
+}
+
+func TestExpectedCounters(t *testing.T) {
+	rows := []journal.DayRow{
+		{TerminalID: "T01", Tender: "cash", Hour: "09", Totals: journal.DayTotals{Sales: 2, SalesCents: 300}},
+		{TerminalID: "T01", Tender: "card", Hour: "10", Totals: journal.DayTotals{Sales: 1, SalesCents: 150, Refunds: 1, RefundCents: 150}},
+		{TerminalID: "T02", Tender: "cash", Hour: "09", Totals: journal.DayTotals{Sales: 1, SalesCents: 99}},
+	}
+	daily, hourly := ledger.ExpectedCounters(rows)
+	tests := []struct {
+		m     map[string]int64
+		field string
+		want  int64
+	}{
+		{daily, "t:T01:sales", 3},
+		{daily, "t:T01:sales_cents", 450},
+		{daily, "t:T01:refund_cents", 150},
+		{daily, "t:T02:sales", 1},
+		{daily, "x:cash:sales_cents", 399},
+		{daily, "x:card:refunds", 1},
+		{hourly, "09:sales", 3},
+		{hourly, "10:refund_cents", 150},
+	}
+	for _, tt := range tests {
+		if got := tt.m[tt.field]; got != tt.want {
+			t.Errorf("%s = %d, want %d", tt.field, got, tt.want)
+		}
+	}
+	if len(daily) != 4*4 || len(hourly) != 2*4 {
+		t.Errorf("%d daily and %d hourly fields, want 16 and 8", len(daily), len(hourly))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
@@ -40,8 +39,6 @@ func (l *look) skipped() []string {
 	}
 	return out
 }
-
-var counterNames = map[string]bool{"sales": true, "sales_cents": true, "refunds": true, "refund_cents": true}
 
 func (r *Reconciler) look(ctx context.Context, days []string) (*look, error) {
 	lk := &look{skipDays: map[string]string{}}
@@ -82,9 +79,9 @@ func (r *Reconciler) look(ctx context.Context, days []string) (*look, error) {
 		if err != nil {
 			return nil, err
 		}
-		daily, hourly := expected(rows)
-		lk.counters = append(lk.counters, compare(d, "daily", snap.Daily[d], daily, dailyField)...)
-		lk.counters = append(lk.counters, compare(d, "hourly", snap.Hourly[d], hourly, hourlyField)...)
+		daily, hourly := ledger.ExpectedCounters(rows)
+		lk.counters = append(lk.counters, compare(d, "daily", snap.Daily[d], daily)...)
+		lk.counters = append(lk.counters, compare(d, "hourly", snap.Hourly[d], hourly)...)
 	}
 
 	if len(unapplied) > 0 {
@@ -150,39 +147,12 @@ func (r *Reconciler) settle(ctx context.Context, seq int64) error {
 	}
 }
 
-// expected turns the journal's totals into the fields txn.lua keeps.
-func expected(rows []journal.DayRow) (daily, hourly map[string]int64) {
-	daily, hourly = map[string]int64{}, map[string]int64{}
-	add := func(m map[string]int64, prefix string, t journal.DayTotals) {
-		m[prefix+"sales"] += t.Sales
-		m[prefix+"sales_cents"] += t.SalesCents
-		m[prefix+"refunds"] += t.Refunds
-		m[prefix+"refund_cents"] += t.RefundCents
-	}
-	for _, row := range rows {
-		add(daily, "t:"+row.TerminalID+":", row.Totals)
-		add(daily, "x:"+row.Tender+":", row.Totals)
-		add(hourly, row.Hour+":", row.Totals)
-	}
-	return daily, hourly
-}
-
-// dailyField and hourlyField tell the counter fields txn.lua writes from
-// anything else a hash may hold (left alone).
-func dailyField(f string) bool {
-	p := strings.Split(f, ":")
-	return len(p) == 3 && (p[0] == "t" || p[0] == "x") && counterNames[p[2]]
-}
-
-func hourlyField(f string) bool {
-	h, c, ok := strings.Cut(f, ":")
-	return ok && len(h) == 2 && h >= "00" && h <= "23" && counterNames[c]
-}
-
-func compare(day, key string, red map[string]int64, want map[string]int64, known func(string) bool) []Diff {
+// compare lists the counter fields Redis (red) holds differently from
+// the journal (want).
+func compare(day, key string, red map[string]int64, want map[string]int64) []Diff {
 	var out []Diff
 	for f, v := range red {
-		if known(f) && v != want[f] {
+		if v != want[f] {
 			out = append(out, Diff{Day: day, Key: key, Field: f, Redis: v, Journal: want[f]})
 		}
 	}
