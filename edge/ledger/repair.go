@@ -109,7 +109,7 @@ func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 // recovered. Run at start, before /readyz turns 200.
 func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 	found := 0
-	iter := l.rdb.Scan(ctx, 0, l.k.p+"idem:*", 500).Iterator()
+	iter := l.rdb.Scan(ctx, 0, l.k.idemScan(), 500).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		m, err := l.rdb.HGetAll(ctx, key).Result()
@@ -119,8 +119,7 @@ func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 		if m["state"] != "PROCESSING" || m["owner"] == l.owner {
 			continue
 		}
-		rest := strings.TrimPrefix(key, l.k.p+"idem:")
-		term, idem, ok := strings.Cut(rest, ":")
+		term, idem, ok := l.k.idemOf(key)
 		if !ok {
 			continue
 		}

@@ -249,7 +249,7 @@ func (l *Ledger) MasterRunID(ctx context.Context) (string, error) { return l.mas
 func (l *Ledger) PeerSeen(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	v, err := l.rdb.Get(ctx, l.k.p+"alive").Result()
+	v, err := l.rdb.Get(ctx, l.k.alive()).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
@@ -272,7 +272,7 @@ type Pending struct {
 // PROCESSING that the journal lacks.
 func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 	var out []Pending
-	iter := l.rdb.Scan(ctx, 0, l.k.p+"idem:*", 1000).Iterator()
+	iter := l.rdb.Scan(ctx, 0, l.k.idemScan(), 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		m, err := l.rdb.HMGet(ctx, key, "state", "body").Result()
@@ -282,7 +282,7 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 		if state, _ := m[0].(string); state != "PROCESSING" {
 			continue
 		}
-		term, idem, ok := strings.Cut(strings.TrimPrefix(key, l.k.p+"idem:"), ":")
+		term, idem, ok := l.k.idemOf(key)
 		if !ok {
 			continue
 		}
