@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -68,6 +69,8 @@ type Policy struct {
 	Limit  int      `yaml:"limit"`
 	Window Duration `yaml:"window"`
 }
+
+func policyOf(p ratelimit.Policy) Policy { return Policy{Limit: p.Limit, Window: Dur(p.Window)} }
 
 // Config is the whole posedge.yaml (contract §2).
 type Config struct {
@@ -139,9 +142,6 @@ type Terminal struct {
 	KeySHA256 string `yaml:"key_sha256"`
 }
 
-// Actions are the limiter's action names (contract §3).
-var actionNames = []string{"scan", "pay", "refund", "sync"}
-
 // Defaults returns a config with every default of the contract.
 func Defaults() Config {
 	var c Config
@@ -150,7 +150,7 @@ func Defaults() Config {
 	c.Admin.Listen = "127.0.0.1:8081"
 	c.Redis.MasterName = "posedge"
 	c.Redis.Replicas = 2
-	c.Redis.Timeout = Dur(300 * time.Millisecond)
+	c.Redis.Timeout = Dur(300 * time.Millisecond) // the one default of a Redis call's deadline: ledger and limiter get it from here
 	c.Redis.WaitTimeout = Dur(100 * time.Millisecond)
 	c.Journal.Path = "/var/lib/posedge/journal.db"
 	c.Journal.WarnFreeBytes = 1 << 30
@@ -161,15 +161,14 @@ func Defaults() Config {
 	c.HQ.BatchBytes = 4 << 20
 	c.HQ.BacklogCritAge = Dur(time.Hour)
 	c.HQ.AckTimeout = Dur(10 * time.Second)
-	c.Limits.Store = Policy{1000, Dur(time.Second)}
-	c.Limits.Terminal = Policy{100, Dur(time.Second)}
-	c.Limits.Actions = map[string]Policy{
-		"scan":   {20, Dur(time.Second)},
-		"pay":    {5, Dur(2 * time.Second)},
-		"refund": {3, Dur(5 * time.Second)},
-		"sync":   {50, Dur(60 * time.Second)},
+	// The limits' defaults are the limiter's (contract §2).
+	store, terminal, actions := ratelimit.DefaultPolicies()
+	c.Limits.Store, c.Limits.Terminal = policyOf(store), policyOf(terminal)
+	c.Limits.Actions = make(map[string]Policy, len(actions))
+	for name, p := range actions {
+		c.Limits.Actions[name] = policyOf(p)
 	}
-	c.Limits.FallbackFraction = 0.5
+	c.Limits.FallbackFraction = ratelimit.DefaultFallbackFraction
 	c.Log.Level = "info"
 	c.Log.Format = "text"
 	return c
@@ -376,12 +375,8 @@ func (c *Config) Validate() error {
 	}
 	sort.Strings(names)
 	for _, k := range names {
-		known := false
-		for _, a := range actionNames {
-			known = known || a == k
-		}
-		if !known {
-			add("limits.actions."+k, "unknown action (known: %s)", strings.Join(actionNames, ", "))
+		if !slices.Contains(ratelimit.Actions(), k) {
+			add("limits.actions."+k, "unknown action (known: %s)", strings.Join(ratelimit.Actions(), ", "))
 			continue
 		}
 		checkPolicy("limits.actions."+k, c.Limits.Actions[k])

@@ -84,7 +84,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	d.rec = reconcile.New(reconcile.Config{Retention: cfg.Journal.Retention.D()}, d.ledger, d.rdb, j, log, d.reg)
+	d.rec = reconcile.New(reconcile.Config{Retention: cfg.Journal.Retention.D()}, d.ledger, j, log, d.reg)
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
 )
@@ -269,35 +270,19 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 	defer cancel()
 	start := time.Now()
 	defer func() { l.metrics.scriptSeconds.Observe(time.Since(start).Seconds()) }()
-	exec := func(useSHA bool) ([]any, int64, error) {
-		pipe := l.rdb.Pipeline()
-		var ev *redis.Cmd
-		if useSHA {
-			ev = l.script.EvalSha(ctx, pipe, ks, argv...)
-		} else {
-			ev = l.script.Eval(ctx, pipe, ks, argv...)
-		}
-		var wait *redis.Cmd
+	var wait *redis.Cmd
+	ev := lua.RunPipelined(ctx, l.rdb, l.script, ks, argv, func(pipe redis.Pipeliner) {
 		if l.cfg.MinReplicasAck > 0 {
 			wait = pipe.Do(ctx, "WAIT", l.cfg.MinReplicasAck, l.cfg.WaitTimeout.Milliseconds())
 		}
-		_, _ = pipe.Exec(ctx)
-		res, err := ev.Slice()
-		if err != nil {
-			return nil, 0, err
-		}
-		acked := int64(-1)
-		if wait != nil {
-			acked, _ = wait.Int64()
-		}
-		return res, acked, nil
-	}
-	res, acked, err := exec(true)
-	if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
-		res, acked, err = exec(false)
-	}
+	})
+	res, err := ev.Slice()
 	if err != nil {
 		return nil, err
+	}
+	acked := int64(-1)
+	if wait != nil {
+		acked, _ = wait.Int64()
 	}
 	if res[0] == "ok" && l.cfg.MinReplicasAck > 0 && acked < int64(l.cfg.MinReplicasAck) {
 		l.metrics.waitShortfall.Inc()
@@ -429,18 +414,17 @@ func (l *Ledger) journalAppend(ctx context.Context, t journal.Txn) error {
 func (l *Ledger) complete(ctx context.Context, term, key string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.RedisTimeout)
 	defer cancel()
-	pipe := l.rdb.Pipeline()
-	pipe.HSet(ctx, l.k.idem(term, key), "state", "COMPLETED")
+	ks := []string{l.k.idem(term, key)}
 	if IsTokenForm(key) {
-		pipe.Eval(ctx, `if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'state', 'COMPLETED') end return 1`,
-			[]string{l.k.token(key)})
+		ks = append(ks, l.k.token(key))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := completeScript.Run(ctx, l.rdb, ks).Err(); err != nil {
 		l.log.Debug("mark idempotency record completed", "terminal", term, "err", err)
 	}
 }
 
+var completeScript = lua.MustScript("txn_complete.lua")
+
 func (l *Ledger) dayHour(t time.Time) (string, string) {
-	lt := t.In(l.cfg.Location)
-	return lt.Format("20060102"), lt.Format("15")
+	return businessday.DayHour(t, l.cfg.Location)
 }

@@ -7,10 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/posedge/posedge/lua"
 )
 
 // Errors callers tell apart with errors.Is.
@@ -26,23 +27,11 @@ var (
 
 // The lock key holds the owner's token; "<key>:fence" holds a counter
 // that only ever grows (INCR on every acquisition, never expires), so the
-// n-th holder's fencing number is n.
+// n-th holder's fencing number is n. The scripts are lua/lock_*.lua.
 var (
-	acquireScript = redis.NewScript(`
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return redis.call('INCR', KEYS[2])
-end
-return 0`)
-	extendScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0`)
-	releaseScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('DEL', KEYS[1])
-end
-return 0`)
+	acquireScript = lua.MustScript("lock_acquire.lua")
+	extendScript  = lua.MustScript("lock_extend.lua")
+	releaseScript = lua.MustScript("lock_release.lua")
 )
 
 // Lock is one acquisition of a named lock.
@@ -84,6 +73,26 @@ func Acquire(ctx context.Context, rdb redis.UniversalClient, key string, ttl tim
 	return l, nil
 }
 
+// Named is the lock of one named job: a key on one Redis. Its owner
+// (the package that owns the key layout) builds it; the job only takes it.
+type Named struct {
+	rdb redis.UniversalClient
+	key string
+}
+
+// NewNamed is the lock at key on rdb.
+func NewNamed(rdb redis.UniversalClient, key string) Named { return Named{rdb: rdb, key: key} }
+
+// Acquire is Acquire on n's key.
+func (n Named) Acquire(ctx context.Context, ttl time.Duration) (*Lock, error) {
+	return Acquire(ctx, n.rdb, n.key, ttl)
+}
+
+// Do is Do on n's key.
+func (n Named) Do(ctx context.Context, ttl time.Duration, job func(ctx context.Context, l *Lock) error) error {
+	return Do(ctx, n.rdb, n.key, ttl, job)
+}
+
 // Key is the lock's Redis key.
 func (l *Lock) Key() string { return l.key }
 
@@ -120,38 +129,23 @@ func (l *Lock) Release(ctx context.Context) error {
 	return nil
 }
 
-// Script is a Lua script that writes only while its caller's fencing
-// number is still the current one. Its body is written as usual, with
-// KEYS and ARGV of its own; the check runs first, inside the same script,
-// so no newer holder can slip in between check and write.
-type Script struct{ s *redis.Script }
-
-// NewScript wraps body (a Lua chunk that may return a value) in the fence
-// check.
-func NewScript(body string) *Script {
-	return &Script{redis.NewScript(`local function body(KEYS, ARGV)
-` + body + `
-end
-local cur = redis.call('GET', KEYS[1])
-if cur ~= ARGV[1] then
-  return redis.error_reply('FENCED fence ' .. ARGV[1] .. ' is stale, current ' .. tostring(cur))
-end
-local k, a = {}, {}
-for i = 2, #KEYS do k[i - 1] = KEYS[i] end
-for i = 2, #ARGV do a[i - 1] = ARGV[i] end
-return body(k, a)`)}
-}
-
-// Run runs s with keys and args if l's fence is still current, else
-// returns ErrFenced and s writes nothing. A fence only goes stale when a
-// newer holder acquired the lock; a holder whose lock merely expired with
-// no successor may still write (Kleppmann's fencing token semantics).
-func (l *Lock) Run(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
+// Run runs the fenced script s with keys and args if l's fence is still
+// current, else returns ErrFenced and s writes nothing. A fenced script
+// (lua/correct.lua) takes the fence counter as KEYS[1] and the holder's
+// fencing number as ARGV[1], before its own keys and arguments, checks
+// them before any write in the same script (so no newer holder can slip
+// in between check and write), and replies an error starting "FENCED"
+// when they differ.
+//
+// A fence only goes stale when a newer holder acquired the lock; a holder
+// whose lock merely expired with no successor may still write
+// (Kleppmann's fencing token semantics).
+func (l *Lock) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
 	ks := append([]string{FenceKey(l.key)}, keys...)
 	as := append([]any{strconv.FormatInt(l.fence, 10)}, args...)
-	v, err := s.s.Run(ctx, l.rdb, ks, as...).Result()
+	v, err := s.Run(ctx, l.rdb, ks, as...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		if strings.HasPrefix(err.Error(), "FENCED") {
+		if redis.HasErrorPrefix(err, "FENCED") {
 			return nil, fmt.Errorf("%w (%v)", ErrFenced, err)
 		}
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/posedge/posedge/edge/lock"
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/lua"
 )
 
 const key = "pe:{S1}:lock:job"
@@ -113,32 +114,39 @@ func TestExpiryReleaseAndExtend(t *testing.T) {
 func TestStaleHolderFenced(t *testing.T) {
 	a, b := twoClients(t)
 	ctx := context.Background()
-	set := lock.NewScript(`redis.call('SET', KEYS[1], ARGV[1]) return ARGV[1]`)
-	const target = "pe:{S1}:counter"
+	// The fenced script the daily reconciliation runs: "counter" adds a
+	// delta to a hash field.
+	add := lua.MustScript("correct.lua")
+	const target = "pe:{S1}:daily:20260101"
+	count := func() string { return a.HGet(ctx, target, "n").Val() }
 
 	stale, err := lock.Acquire(ctx, a, key, 200*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v, err := stale.Run(ctx, set, []string{target}, "first"); err != nil || v != "first" {
-		t.Fatalf("fenced write by the holder: %v %v", v, err)
+	if _, err := stale.Run(ctx, add, []string{target}, "counter", "n", 1, ""); err != nil || count() != "1" {
+		t.Fatalf("fenced write by the holder: %v, count %s", err, count())
 	}
 	var fresh *lock.Lock
 	testenv.WaitFor(t, 5*time.Second, "another client to take the expired lock", func() bool {
 		fresh, err = lock.Acquire(ctx, b, key, 10*time.Second)
 		return err == nil
 	})
-	if _, err := stale.Run(ctx, set, []string{target}, "stale"); !errors.Is(err, lock.ErrFenced) {
+	if _, err := stale.Run(ctx, add, []string{target}, "counter", "n", 10, ""); !errors.Is(err, lock.ErrFenced) {
 		t.Fatalf("stale holder's write: %v", err)
 	}
-	if v, _ := a.Get(ctx, target).Result(); v != "first" {
-		t.Fatalf("stale write landed: %q", v)
+	if count() != "1" {
+		t.Fatalf("stale write landed: %s", count())
 	}
-	if _, err := fresh.Run(ctx, set, []string{target}, "second"); err != nil {
+	if _, err := fresh.Run(ctx, add, []string{target}, "counter", "n", 1, ""); err != nil {
 		t.Fatal(err)
 	}
-	if v, _ := a.Get(ctx, target).Result(); v != "second" {
-		t.Fatalf("current holder's write: %q", v)
+	if count() != "2" {
+		t.Fatalf("current holder's write: %s", count())
+	}
+	// Named is the same lock, taken by name.
+	if _, err := lock.NewNamed(b, key).Acquire(ctx, time.Second); !errors.Is(err, lock.ErrHeld) {
+		t.Fatalf("named lock while held: %v", err)
 	}
 }
 

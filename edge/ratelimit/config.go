@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -35,9 +36,6 @@ const (
 	MaxWindow = 24 * time.Hour
 )
 
-// DefaultRedisTimeout is the deadline of one decision on Redis.
-const DefaultRedisTimeout = 150 * time.Millisecond
-
 // DefaultFallbackFraction is the share of each unscaled limit the local
 // limiter allows while Redis is unavailable.
 const DefaultFallbackFraction = 0.5
@@ -56,14 +54,18 @@ type Config struct {
 	Store, Terminal  Policy
 	Actions          map[string]Policy // scan, pay, refund, sync
 	FallbackFraction float64           // (0,1]
-	RedisTimeout     time.Duration     // deadline of one decision on Redis; default 150ms
+	// RedisTimeout is the deadline of one decision on Redis; required
+	// (New refuses 0): the daemon passes redis.timeout, whose default
+	// edge/config owns.
+	RedisTimeout time.Duration
 
 	// Now is the clock of the local fallback limiter and of the hold after
 	// Redis returns; nil means time.Now. Decisions on Redis use Redis TIME.
 	Now func() time.Time
 }
 
-// DefaultPolicies are the contract's limits.
+// DefaultPolicies are the contract's limits: the one source of the
+// defaults of posedge.yaml's limits (edge/config takes them from here).
 func DefaultPolicies() (store, terminal Policy, actions map[string]Policy) {
 	return Policy{1000, time.Second}, Policy{100, time.Second}, map[string]Policy{
 		ActionScan:   {20, time.Second},
@@ -75,7 +77,8 @@ func DefaultPolicies() (store, terminal Policy, actions map[string]Policy) {
 
 // WithDefaults returns c with every unset part filled from the contract's
 // defaults: a Policy left at its zero value, a missing action,
-// FallbackFraction 0 (0.5), RedisTimeout 0 (150ms) and Now nil (time.Now).
+// FallbackFraction 0 (0.5) and Now nil (time.Now). RedisTimeout has no
+// default here (see Config).
 // The Actions map of c is not modified.
 func (c Config) WithDefaults() Config {
 	ds, dt, da := DefaultPolicies()
@@ -97,9 +100,6 @@ func (c Config) WithDefaults() Config {
 	c.Actions = acts
 	if c.FallbackFraction == 0 {
 		c.FallbackFraction = DefaultFallbackFraction
-	}
-	if c.RedisTimeout == 0 {
-		c.RedisTimeout = DefaultRedisTimeout
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -144,7 +144,7 @@ func (c Config) Validate() error {
 	for _, name := range slices.Sorted(maps.Keys(d.Actions)) {
 		key := "limits.actions." + name
 		if !knownAction(name) {
-			bad(key, name, "unknown action (known: scan, pay, refund, sync)")
+			bad(key, name, "unknown action (known: %s)", strings.Join(Actions(), ", "))
 			continue
 		}
 		checkPolicy(key, d.Actions[name])

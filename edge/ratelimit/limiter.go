@@ -112,6 +112,9 @@ func New(rdb redis.UniversalClient, cfg Config, log *slog.Logger, reg prometheus
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("rate limiter config: %w", err)
 	}
+	if cfg.RedisTimeout == 0 {
+		return nil, errors.New("rate limiter config: RedisTimeout unset (the daemon passes redis.timeout)")
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

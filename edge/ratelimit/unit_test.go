@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -203,5 +205,17 @@ func TestLocalLimiter(t *testing.T) {
 	}
 	if n := len(ll.logs["t"].hits); n != 4 {
 		t.Fatalf("terminal level holds %d hits, want 4 (denied ones charged nowhere)", n)
+	}
+}
+
+// The deadline of a decision on Redis has one default, redis.timeout in
+// edge/config: a limiter built without one is refused, not given another.
+func TestNewRequiresRedisTimeout(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: New refuses first
+	defer rdb.Close()
+	c := testConfig()
+	c.RedisTimeout = 0
+	if _, err := New(rdb, c, nil, nil); err == nil || !strings.Contains(err.Error(), "RedisTimeout") {
+		t.Fatalf("New without RedisTimeout: %v", err)
 	}
 }

@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/lock"
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -56,7 +56,6 @@ var (
 type Reconciler struct {
 	cfg Config
 	l   *ledger.Ledger
-	rdb redis.UniversalClient
 	j   *journal.Journal
 	log *slog.Logger
 	m   *metrics
@@ -107,8 +106,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-// New makes a reconciler over the ledger's Redis and journal.
-func New(cfg Config, l *ledger.Ledger, rdb redis.UniversalClient, j *journal.Journal, log *slog.Logger, reg prometheus.Registerer) *Reconciler {
+// lockName is the store-wide job lock one reconciliation at a time holds.
+const lockName = "reconcile"
+
+// New makes a reconciler of the ledger's Redis against the journal.
+func New(cfg Config, l *ledger.Ledger, j *journal.Journal, log *slog.Logger, reg prometheus.Registerer) *Reconciler {
 	if cfg.Confirm <= 0 {
 		cfg.Confirm = 3 * time.Second
 	}
@@ -130,7 +132,7 @@ func New(cfg Config, l *ledger.Ledger, rdb redis.UniversalClient, j *journal.Jou
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Reconciler{cfg: cfg, l: l, rdb: rdb, j: j, log: log, m: newMetrics(reg), now: time.Now}
+	return &Reconciler{cfg: cfg, l: l, j: j, log: log, m: newMetrics(reg), now: time.Now}
 }
 
 // Differences is the number of differences the last completed run found:
@@ -195,7 +197,7 @@ func (r *Reconciler) Run(ctx context.Context, days []string) (*Report, error) {
 		r.m.runs.WithLabelValues("skipped").Inc()
 		return nil, ErrRedisDown
 	}
-	err := lock.Do(ctx, r.rdb, r.l.LockKey("reconcile"), r.cfg.LockTTL, func(ctx context.Context, lk *lock.Lock) error {
+	err := r.l.JobLock(lockName).Do(ctx, r.cfg.LockTTL, func(ctx context.Context, lk *lock.Lock) error {
 		return r.run(ctx, lk, days, rep)
 	})
 	rep.FinishedAt = r.now().UTC()
@@ -406,7 +408,7 @@ func (r *Reconciler) setDrift(stock []StockDiff) {
 
 // covered tells why a day cannot be reconciled, or "" when it can.
 func (r *Reconciler) covered(ctx context.Context, day string) (string, error) {
-	if _, err := time.Parse("20060102", day); err != nil || len(day) != 8 {
+	if !businessday.Valid(day) {
 		return "not a date (YYYYMMDD)", nil
 	}
 	now := r.now()
@@ -442,11 +444,11 @@ func (r *Reconciler) fromDay(ctx context.Context) (string, error) {
 	today := r.l.Day(r.now())
 	if from == "" || from > today {
 		from = today
-		n, err := r.rdb.Exists(ctx, r.l.DailyKey(today)).Result()
+		counted, err := r.l.HasDayCounters(ctx, today)
 		if err != nil {
 			return "", err
 		}
-		if n > 0 {
+		if counted {
 			from = r.l.Day(r.now().Add(24 * time.Hour))
 			r.log.Warn("the journal is new but redis already counts sales of today: reconciliation starts tomorrow", "from", from)
 		}

@@ -47,9 +47,17 @@ func newEnv(t *testing.T, jopt journal.Options) *env {
 		t.Fatal(err)
 	}
 	e.r = New(Config{Confirm: 150 * time.Millisecond, Settle: 300 * time.Millisecond, GapSettle: time.Millisecond},
-		e.l, e.rdb, e.j, log, prometheus.NewRegistry())
+		e.l, e.j, log, prometheus.NewRegistry())
 	return e
 }
+
+// Redis keys the tests change behind posedge's back, spelled as
+// edge/ledger (keys.go) spells them for store S1.
+const seqKey = "pe:{S1}:seq"
+
+func dailyKey(day string) string    { return "pe:{S1}:daily:" + day }
+func hourlyKey(day string) string   { return "pe:{S1}:hourly:" + day }
+func itemKey(barcode string) string { return "pe:{S1}:item:" + barcode }
 
 func (e *env) item(barcode string, stock int64) {
 	e.t.Helper()
@@ -95,7 +103,7 @@ func (e *env) stats() (*ledger.Daily, *ledger.Hourly) {
 }
 
 func (e *env) stock(barcode string) string {
-	v, _ := e.rdb.HGet(context.Background(), e.l.ItemKey(barcode), "stock").Result()
+	v, _ := e.rdb.HGet(context.Background(), itemKey(barcode), "stock").Result()
 	return v
 }
 
@@ -133,11 +141,11 @@ func TestCountersAndStockCorrectedFromTheJournal(t *testing.T) {
 	wantD, wantH := e.stats()
 	hour := time.Now().UTC().Format("15")
 
-	e.rdb.HIncrBy(ctx, e.l.DailyKey(e.today()), "t:T01:sales", 2)             // doubled
-	e.rdb.HIncrBy(ctx, e.l.DailyKey(e.today()), "x:mobile:sales_cents", -300) // lost
-	e.rdb.HDel(ctx, e.l.HourlyKey(e.today()), hour+":sales")                  // lost
-	e.rdb.HSet(ctx, e.l.ItemKey("A"), "stock", 1000)                          // stock changed behind posedge
-	e.rdb.Del(ctx, e.l.ItemKey("C"))                                          // item lost
+	e.rdb.HIncrBy(ctx, dailyKey(e.today()), "t:T01:sales", 2)             // doubled
+	e.rdb.HIncrBy(ctx, dailyKey(e.today()), "x:mobile:sales_cents", -300) // lost
+	e.rdb.HDel(ctx, hourlyKey(e.today()), hour+":sales")                  // lost
+	e.rdb.HSet(ctx, itemKey("A"), "stock", 1000)                          // stock changed behind posedge
+	e.rdb.Del(ctx, itemKey("C"))                                          // item lost
 
 	rep := e.run()
 	if rep.Differences != 5 || rep.Corrected != 5 || len(rep.Counters) != 3 || len(rep.Stock) != 2 {
@@ -211,7 +219,7 @@ func TestDifferenceSeenOnceIsLeftAlone(t *testing.T) {
 	ctx := context.Background()
 	e.item("A", 100)
 	e.sale("T01", "A", 1, "cash")
-	key := e.l.DailyKey(e.today())
+	key := dailyKey(e.today())
 	e.rdb.HIncrBy(ctx, key, "t:T01:sales", 1)
 	e.r.afterLook = func(n int) {
 		if n == 1 {
@@ -307,7 +315,7 @@ func TestLockAndFence(t *testing.T) {
 	ctx := context.Background()
 	e.item("A", 100)
 	e.sale("T01", "A", 1, "cash")
-	held, err := lock.Acquire(ctx, e.rdb, e.l.LockKey("reconcile"), time.Minute)
+	held, err := e.l.JobLock(lockName).Acquire(ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,12 +324,12 @@ func TestLockAndFence(t *testing.T) {
 	}
 	_ = held.Release(ctx)
 
-	key := e.l.DailyKey(e.today())
+	key := dailyKey(e.today())
 	e.rdb.HIncrBy(ctx, key, "t:T01:sales", 5)
 	e.r.afterLook = func(n int) {
 		if n == 2 { // paused past its lock: another reconciler takes over
-			e.rdb.Del(ctx, e.l.LockKey("reconcile"))
-			if _, err := lock.Acquire(ctx, e.rdb, e.l.LockKey("reconcile"), time.Minute); err != nil {
+			e.rdb.Del(ctx, held.Key())
+			if _, err := e.l.JobLock(lockName).Acquire(ctx, time.Minute); err != nil {
 				t.Error(err)
 			}
 		}
@@ -341,7 +349,7 @@ func TestFlowGapsCounted(t *testing.T) {
 	ctx := context.Background()
 	e.item("A", 100)
 	e.sale("T01", "A", 1, "cash")
-	e.rdb.IncrBy(ctx, e.l.SeqKey(), 3) // three numbers whose answers were lost
+	e.rdb.IncrBy(ctx, seqKey, 3) // three numbers whose answers were lost
 	e.sale("T01", "A", 1, "cash")
 	testenv.WaitFor(t, 5*time.Second, "the last sale to settle", func() bool {
 		n, _, err := e.r.CheckFlowGaps(ctx)
@@ -409,7 +417,7 @@ func TestDaysOutsideTheJournalAreSkipped(t *testing.T) {
 	ctx := context.Background()
 	old := e.l.Day(time.Now().Add(-200 * 24 * time.Hour))
 	future := e.l.Day(time.Now().Add(48 * time.Hour))
-	e.rdb.HSet(ctx, e.l.DailyKey(old), "t:T01:sales", 3)
+	e.rdb.HSet(ctx, dailyKey(old), "t:T01:sales", 3)
 	rep, err := e.r.Run(ctx, []string{old, future, "2026x"})
 	if err != nil {
 		t.Fatal(err)
@@ -417,7 +425,7 @@ func TestDaysOutsideTheJournalAreSkipped(t *testing.T) {
 	if len(rep.Days) != 0 || len(rep.NotCovered) != 3 || len(rep.Skipped) != 0 {
 		t.Fatalf("report: %+v", rep)
 	}
-	if v, _ := e.rdb.HGet(ctx, e.l.DailyKey(old), "t:T01:sales").Result(); v != "3" {
+	if v, _ := e.rdb.HGet(ctx, dailyKey(old), "t:T01:sales").Result(); v != "3" {
 		t.Fatal("a day beyond the journal's retention was changed")
 	}
 }
@@ -427,12 +435,12 @@ func TestDaysOutsideTheJournalAreSkipped(t *testing.T) {
 func TestNewJournalLeavesEarlierCountsAlone(t *testing.T) {
 	e := newEnv(t, journal.Options{})
 	ctx := context.Background()
-	e.rdb.HSet(ctx, e.l.DailyKey(e.today()), "t:T01:sales", 40, "t:T01:sales_cents", 6000)
+	e.rdb.HSet(ctx, dailyKey(e.today()), "t:T01:sales", 40, "t:T01:sales_cents", 6000)
 	rep := e.run()
 	if len(rep.Days) != 0 || rep.Differences != 0 {
 		t.Fatalf("report: %+v", rep)
 	}
-	if v, _ := e.rdb.HGet(ctx, e.l.DailyKey(e.today()), "t:T01:sales").Result(); v != "40" {
+	if v, _ := e.rdb.HGet(ctx, dailyKey(e.today()), "t:T01:sales").Result(); v != "40" {
 		t.Fatal("today's counters were changed")
 	}
 }

@@ -9,13 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/sync/wire"
 )
 
 var (
 	storeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 	flowNoPattern  = regexp.MustCompile(`^[0-9]{1,32}$`)
-	datePattern    = regexp.MustCompile(`^[0-9]{8}$`)
 )
 
 // Rejection reasons, the label of posedge_hq_rejected_total.
@@ -93,7 +93,7 @@ func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time
 			}
 			day = occ
 		}
-		m.Txn, m.CreatedAt, m.Day = t, created.UTC(), day.Format("20060102")
+		m.Txn, m.CreatedAt, m.Day = t, created.UTC(), businessday.Written(day)
 	case len(toks) == 2 && toks[1] == "manifest":
 		m.Kind = KindManifest
 		if err := strictJSON(body, &m.Manifest); err != nil {
@@ -107,9 +107,7 @@ func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time
 		if !storeIDPattern.MatchString(mf.TerminalID) {
 			bad = append(bad, "terminal_id")
 		}
-		if !datePattern.MatchString(mf.Date) {
-			bad = append(bad, "date")
-		} else if _, err := time.Parse("20060102", mf.Date); err != nil {
+		if !businessday.Valid(mf.Date) {
 			bad = append(bad, "date")
 		}
 		if mf.Sales < 0 || mf.SalesCents < 0 || mf.Refunds < 0 || mf.RefundCents < 0 {

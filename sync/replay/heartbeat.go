@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -82,7 +83,7 @@ func (r *Replayer) heartbeat(ctx context.Context) error {
 // endOfDay publishes the manifests of a business day that just ended,
 // and retries those that could not be published before.
 func (r *Replayer) endOfDay(ctx context.Context) {
-	today := time.Now().In(r.cfg.Location).Format("20060102")
+	today := businessday.Of(time.Now(), r.cfg.Location)
 	r.mu.Lock()
 	if r.day != today {
 		r.manifests[r.day] = true
@@ -127,8 +128,8 @@ func (r *Replayer) PublishManifest(ctx context.Context, day string) error {
 // terminal that sold or refunded that day, with the journal's figures
 // and the current time as sent_at. A read-only journal will do.
 func Manifests(ctx context.Context, j *journal.Journal, storeID, day string) ([]wire.Manifest, error) {
-	if _, err := time.Parse("20060102", day); err != nil {
-		return nil, fmt.Errorf("manifest day %q: want YYYYMMDD: %w", day, err)
+	if !businessday.Valid(day) {
+		return nil, fmt.Errorf("manifest day %q: want YYYYMMDD", day)
 	}
 	totals, err := j.DayTotals(ctx, day)
 	if err != nil {

@@ -91,7 +91,7 @@ func TestSevenDayOutageDrainsOnceWithinTheSyncPolicy(t *testing.T) {
 
 	// The store-wide sync budget, on Redis, as the daemon charges it.
 	rdb := testenv.StartRedisSingle(t).NodeClient(0)
-	lim, err := ratelimit.New(rdb, ratelimit.Config{StoreID: store,
+	lim, err := ratelimit.New(rdb, ratelimit.Config{StoreID: store, RedisTimeout: time.Second,
 		Actions: map[string]ratelimit.Policy{ratelimit.ActionSync: {Limit: o.limit, Window: o.window}}}, log, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -251,7 +252,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 	defer r.running.Store(false)
 	r.mu.Lock()
 	r.startedAt = time.Now()
-	r.day = time.Now().In(r.cfg.Location).Format("20060102")
+	r.day = businessday.Of(time.Now(), r.cfg.Location)
 	r.mu.Unlock()
 
 	var wg sync.WaitGroup

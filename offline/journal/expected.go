@@ -3,54 +3,11 @@ package journal
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
-	"strconv"
-	"time"
 )
 
-// Queries for the daily reconciliation (Redis counters and stock against
-// the journal), the flow-number continuity check and retention pruning.
-
-// Meta keys the journal keeps for those jobs.
-const (
-	MetaPrunedMaxSeq  = "pruned_max_seq"     // highest sequence number pruning ever deleted
-	MetaGapCheckedSeq = "flowgap_checked"    // continuity checked up to this sequence number
-	MetaReconcileFrom = "reconcile_from_day" // first business day the journal holds whole
-)
-
-// Meta reads a value the journal keeps about itself; ok is false when unset.
-func (j *Journal) Meta(ctx context.Context, k string) (v string, ok bool, err error) {
-	err = j.r.QueryRowContext(ctx, `SELECT v FROM meta WHERE k = ?`, k).Scan(&v)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("read journal meta %s: %w", k, err)
-	}
-	return v, true, nil
-}
-
-// MetaInt reads an integer meta value; 0 when unset.
-func (j *Journal) MetaInt(ctx context.Context, k string) (int64, error) {
-	v, ok, err := j.Meta(ctx, k)
-	if err != nil || !ok {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("journal meta %s: %q is not a number", k, v)
-	}
-	return n, nil
-}
-
-// SetMeta stores a value the journal keeps about itself.
-func (j *Journal) SetMeta(ctx context.Context, k, v string) error {
-	return j.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v`, k, v)
-		return err
-	})
-}
+// What Redis should hold, by the journal (the source of truth): the
+// queries of the daily reconciliation of Redis's counters and stock.
 
 // DayTotalsUpTo is DayTotalsByGroup restricted to what a Redis whose flow
 // sequence stood at maxSeq can hold: normal-mode transactions numbered up
@@ -77,23 +34,6 @@ func (j *Journal) UnappliedDays(ctx context.Context) (map[string]bool, error) {
 		out[d] = true
 	}
 	return out, rows.Err()
-}
-
-// MissingSeqs counts the sequence numbers in (lo, hi] the journal does not
-// hold among its most recent rows (by rowid, a window several times
-// hi−lo wide): meant for the last few hundred numbers, it stays cheap on
-// a journal of months.
-func (j *Journal) MissingSeqs(ctx context.Context, lo, hi int64) (int64, error) {
-	if hi <= lo {
-		return 0, nil
-	}
-	var n int64
-	if err := j.r.QueryRowContext(ctx, `SELECT COUNT(DISTINCT seq) FROM txns
-		WHERE rowid > (SELECT COALESCE(MAX(rowid), 0) FROM txns) - ? AND seq > ? AND seq <= ?`,
-		4*(hi-lo)+1000, lo, hi).Scan(&n); err != nil {
-		return 0, fmt.Errorf("count sequence numbers: %w", err)
-	}
-	return hi - lo - n, nil
 }
 
 // ItemStock is the daemon's copy of an item with the stock the journal
@@ -149,52 +89,6 @@ func (j *Journal) ExpectedStock(ctx context.Context, maxSeq int64) ([]ItemStock,
 		items = append(items, it)
 	}
 	return items, rows.Err()
-}
-
-// MaxSeqJournaledBefore is the highest sequence number journaled before t
-// (0 when none).
-func (j *Journal) MaxSeqJournaledBefore(ctx context.Context, t time.Time) (int64, error) {
-	var n sql.NullInt64
-	if err := j.r.QueryRowContext(ctx, `SELECT MAX(seq) FROM txns WHERE journaled_at < ?`, ts(t)).Scan(&n); err != nil {
-		return 0, fmt.Errorf("read settled sequence: %w", err)
-	}
-	return n.Int64, nil
-}
-
-// MinSeq is the lowest sequence number the journal holds (0 when none).
-func (j *Journal) MinSeq(ctx context.Context) (int64, error) {
-	var n sql.NullInt64
-	if err := j.r.QueryRowContext(ctx, `SELECT MIN(seq) FROM txns WHERE seq > 0`).Scan(&n); err != nil {
-		return 0, fmt.Errorf("read min sequence: %w", err)
-	}
-	return n.Int64, nil
-}
-
-// SeqGap is a run of sequence numbers the journal lacks: From to To
-// inclusive.
-type SeqGap struct{ From, To int64 }
-
-// SeqGaps lists the runs of sequence numbers missing in (lo, hi], taking
-// lo as present.
-func (j *Journal) SeqGaps(ctx context.Context, lo, hi int64) ([]SeqGap, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT DISTINCT seq FROM txns WHERE seq > ? AND seq <= ? ORDER BY seq`, lo, hi)
-	if err != nil {
-		return nil, fmt.Errorf("read sequence numbers: %w", err)
-	}
-	defer rows.Close()
-	var gaps []SeqGap
-	prev := lo
-	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		if s > prev+1 {
-			gaps = append(gaps, SeqGap{prev + 1, s - 1})
-		}
-		prev = s
-	}
-	return gaps, rows.Err()
 }
 
 // FirstBusinessDay is the earliest business day the journal holds a

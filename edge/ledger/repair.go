@@ -3,15 +3,18 @@ package ledger
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
 )
+
+// Start-up and failover repair: Redis may have lost writes (a crash, a
+// restart, a Sentinel failover); the journal has them all.
+
+var seqRaiseScript = lua.MustScript("seq_raise.lua")
 
 // ReapplyWindow is how far back a Redis that lost writes is repaired from
 // the journal: far more than Sentinel failover or an AOF fsynced every
@@ -106,7 +109,7 @@ func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 // recovered. Run at start, before /readyz turns 200.
 func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 	found := 0
-	iter := l.rdb.Scan(ctx, 0, l.k.p+"idem:*", 500).Iterator()
+	iter := l.rdb.Scan(ctx, 0, l.k.idemScan(), 500).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		m, err := l.rdb.HGetAll(ctx, key).Result()
@@ -116,8 +119,7 @@ func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 		if m["state"] != "PROCESSING" || m["owner"] == l.owner {
 			continue
 		}
-		rest := strings.TrimPrefix(key, l.k.p+"idem:")
-		term, idem, ok := strings.Cut(rest, ":")
+		term, idem, ok := l.k.idemOf(key)
 		if !ok {
 			continue
 		}
@@ -153,8 +155,7 @@ func (l *Ledger) RaiseSequence(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	return l.rdb.Eval(ctx, `local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
-if cur < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end return 1`, []string{l.k.seq()}, floor).Err()
+	return seqRaiseScript.Run(ctx, l.rdb, []string{l.k.seq()}, floor).Err()
 }
 
 // Repair brings Redis in line with the journal after it may have lost
@@ -261,98 +262,4 @@ func (l *Ledger) Start(ctx context.Context) (string, error) {
 func (l *Ledger) hasUnapplied(ctx context.Context) bool {
 	has, err := l.j.HasUnapplied(ctx)
 	return err == nil && has
-}
-
-// Hooks for the daily reconciliation (package reconcile): key names, the
-// master's identity and what Redis holds that the journal does not yet.
-
-// SeqKey is the Redis key of the store's flow sequence.
-func (l *Ledger) SeqKey() string { return l.k.seq() }
-
-// DailyKey and HourlyKey are the Redis keys of a business day's counters.
-func (l *Ledger) DailyKey(day string) string { return l.k.daily(day) }
-
-// HourlyKey is the Redis key of a business day's hourly counters.
-func (l *Ledger) HourlyKey(day string) string { return l.k.hourly(day) }
-
-// ItemKey is the Redis key of an item.
-func (l *Ledger) ItemKey(barcode string) string { return l.k.item(barcode) }
-
-// LockKey is the Redis key of a store-wide singleton job's lock.
-func (l *Ledger) LockKey(job string) string { return l.k.p + "lock:" + job }
-
-// Day is the business day of t in the store's time zone (YYYYMMDD).
-func (l *Ledger) Day(t time.Time) string {
-	d, _ := l.dayHour(t)
-	return d
-}
-
-// Location is the store's time zone.
-func (l *Ledger) Location() *time.Location { return l.cfg.Location }
-
-// MasterRunID identifies the Redis process serving as master now.
-func (l *Ledger) MasterRunID(ctx context.Context) (string, error) { return l.masterRunID(ctx) }
-
-// PeerSeen reports whether another daemon pinged the store's Redis last
-// (each daemon writes its instance id there every Watch tick): two
-// daemons share this Redis, and this one's journal holds only its own
-// sales. Ping first, then sample it over a while.
-func (l *Ledger) PeerSeen(ctx context.Context) (bool, error) {
-	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
-	defer cancel()
-	v, err := l.rdb.Get(ctx, l.k.p+"alive").Result()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return v != l.owner, nil
-}
-
-// Pending is a sale or refund whose effects Redis holds but the journal
-// does not (yet): in flight between the script and the journal commit,
-// or left by a crash or a failed journal write until it is recovered.
-type Pending struct {
-	FlowNo   string
-	Day      string
-	Barcodes []string
-}
-
-// Unjournaled scans Redis's idempotency records for transactions still
-// PROCESSING that the journal lacks.
-func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
-	var out []Pending
-	iter := l.rdb.Scan(ctx, 0, l.k.p+"idem:*", 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		m, err := l.rdb.HMGet(ctx, key, "state", "body").Result()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", key, err)
-		}
-		if state, _ := m[0].(string); state != "PROCESSING" {
-			continue
-		}
-		term, idem, ok := strings.Cut(strings.TrimPrefix(key, l.k.p+"idem:"), ":")
-		if !ok {
-			continue
-		}
-		if t, err := l.j.ByKey(ctx, term, idem); err != nil {
-			return nil, err
-		} else if t != nil {
-			continue
-		}
-		var b body
-		raw, _ := m[1].(string)
-		_ = json.Unmarshal([]byte(raw), &b)
-		p := Pending{FlowNo: b.FlowNo}
-		if at, err := time.Parse(time.RFC3339Nano, b.OccurredAt); err == nil {
-			p.Day = l.Day(at)
-		}
-		for _, ln := range b.Lines {
-			p.Barcodes = append(p.Barcodes, ln.Barcode)
-		}
-		out = append(out, p)
-	}
-	return out, iter.Err()
 }

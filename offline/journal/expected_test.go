@@ -46,7 +46,7 @@ func TestPruneKeepsUnackedAndRemembersSeq(t *testing.T) {
 	}
 }
 
-func TestReconcileQueries(t *testing.T) {
+func TestExpectedAndSequenceQueries(t *testing.T) {
 	ctx := context.Background()
 	j := openTemp(t, Options{})
 	if err := j.PutItem(ctx, Item{Barcode: "A", Name: "a", PriceCents: 199, Stock: 100, UpdatedAt: time.Now().Add(-time.Minute)}); err != nil {

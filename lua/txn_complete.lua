@@ -1,0 +1,15 @@
+-- txn_complete.lua: mark a journaled sale or refund COMPLETED in Redis
+-- (edge/ledger, best effort: a record left PROCESSING is recovered from
+-- the journal).
+--
+-- KEYS[1] idempotency record  pe:{S}:idem:<terminal>:<key>
+-- KEYS[2] payment token       pe:{S}:token:<key>  (only for token-form keys)
+--
+-- The token is marked only while it still exists: an expired token is
+-- not brought back as a bare hash. Returns 1.
+
+redis.call('HSET', KEYS[1], 'state', 'COMPLETED')
+if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('HSET', KEYS[2], 'state', 'COMPLETED')
+end
+return 1
