@@ -77,7 +77,7 @@ type sizes struct {
 }
 
 // fullSizes is `make bench` (POSEDGE_BENCH=full): a few minutes.
-var fullSizes = sizes{Reps: 3, Lookups: 8000, PacedLookups: 3000, Sales: 2500, PacedSales: 300,
+var fullSizes = sizes{Reps: 3, Lookups: 8000, PacedLookups: 3000, Sales: 4000, PacedSales: 300,
 	RTLookups: 500, RTSales: 200, SimDuration: 10 * time.Second, SimRate: 4}
 
 // smokeSizes is the run of `make test`: every figure printed, in seconds;
