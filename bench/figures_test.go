@@ -172,16 +172,19 @@ func TestFigures(t *testing.T) {
 			t.Errorf("write %s: %v", p, err)
 		}
 	}
-	checkFigureLines(t, out.Bytes())
+	for _, p := range figureProblems(out.Bytes()) {
+		t.Error(p)
+	}
 }
 
 // figureLine is what scripts read: `figure <name> <value>`.
 var figureLine = regexp.MustCompile(`^figure ([a-z0-9_]+) (\S+)$`)
 
-// checkFigureLines fails unless every required figure is printed once
-// as a finite number.
-func checkFigureLines(t *testing.T, out []byte) {
-	t.Helper()
+// figureProblems lists what is wrong with the figure lines of out: a
+// required figure not printed exactly once, a value that is not a finite
+// number.
+func figureProblems(out []byte) []string {
+	var problems []string
 	seen := map[string]int{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
@@ -191,15 +194,16 @@ func checkFigureLines(t *testing.T, out []byte) {
 		}
 		v, err := strconv.ParseFloat(m[2], 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			t.Errorf("figure %s = %q: not a finite number", m[1], m[2])
+			problems = append(problems, fmt.Sprintf("figure %s = %q: not a finite number", m[1], m[2]))
 		}
 		seen[m[1]]++
 	}
 	for _, name := range requiredFigures {
 		if seen[name] != 1 {
-			t.Errorf("figure %s printed %d times, want once", name, seen[name])
+			problems = append(problems, fmt.Sprintf("figure %s printed %d times, want once", name, seen[name]))
 		}
 	}
+	return problems
 }
 
 func setup(t *testing.T, sz sizes) *harness {

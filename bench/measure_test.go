@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -181,4 +182,76 @@ func scrapeMetrics(c *http.Client, url string) (map[string]float64, error) {
 		}
 	}
 	return out, sc.Err()
+}
+
+// bucket is one cumulative bucket of a Prometheus histogram.
+type bucket struct {
+	le    float64 // upper bound, +Inf for the last
+	count float64
+}
+
+// scrapeHistogram reads the buckets of an unlabelled histogram, in order.
+func scrapeHistogram(c *http.Client, url, name string) ([]bucket, error) {
+	status, body, err := call(c, "GET", url, "", nil, "")
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", url, err)
+	}
+	if status != 200 {
+		return nil, fmt.Errorf("scrape %s: status %d", url, status)
+	}
+	var out []bucket
+	prefix := name + `_bucket{le="`
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		rest, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		le, val, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			continue
+		}
+		b := bucket{}
+		if b.le, err = strconv.ParseFloat(le, 64); err != nil {
+			return nil, fmt.Errorf("%s bucket %q: %w", name, le, err)
+		}
+		if b.count, err = strconv.ParseFloat(strings.TrimSpace(val), 64); err != nil {
+			return nil, fmt.Errorf("%s bucket %q: %w", name, le, err)
+		}
+		out = append(out, b)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no histogram %s in %s", name, url)
+	}
+	return out, sc.Err()
+}
+
+// histQuantile is the q-quantile of the observations made between two
+// scrapes of one histogram, interpolated linearly inside its bucket as
+// Prometheus's histogram_quantile does (so only as fine as the buckets).
+func histQuantile(before, after []bucket, q float64) float64 {
+	if len(before) != len(after) {
+		return math.NaN()
+	}
+	total := after[len(after)-1].count - before[len(before)-1].count
+	if total <= 0 {
+		return math.NaN()
+	}
+	rank := q * total
+	lower, cumLower := 0.0, 0.0
+	for i := range after {
+		cum := after[i].count - before[i].count
+		if cum >= rank {
+			if math.IsInf(after[i].le, 1) {
+				return lower // beyond the last finite bound: that bound
+			}
+			if cum == cumLower {
+				return after[i].le
+			}
+			return lower + (after[i].le-lower)*(rank-cumLower)/(cum-cumLower)
+		}
+		lower, cumLower = after[i].le, cum
+	}
+	return lower
 }
