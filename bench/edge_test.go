@@ -134,6 +134,7 @@ func (h *harness) decisionHistogram() []bucket {
 func (h *harness) measureSalesAndReplay() {
 	var saleRatios, saleRates, rawCommitRates, p99s, p50s, cp99s []float64
 	var replayRatios, replayRates, rawPubRates []float64
+	var breakdown []string
 	for range h.sz.Reps {
 		lat, err := runPaced(h.sz.PacedSales, 100, h.saleOp())
 		if err != nil {
@@ -147,10 +148,26 @@ func (h *harness) measureSalesAndReplay() {
 
 		h.store.NATS.Stop()
 		rawCommit := h.rawCommits(h.sz.Sales)
+		before := h.metrics()
 		dur, clat, err := runConcurrent(h.sz.Sales, h.saleOp())
 		if err != nil {
 			h.t.Fatal(err)
 		}
+		after := h.metrics()
+		mean := func(name string) float64 {
+			n := after[name+"_count"] - before[name+"_count"]
+			if n <= 0 {
+				return 0
+			}
+			return 1000 * (after[name+"_sum"] - before[name+"_sum"]) / n
+		}
+		var total time.Duration
+		for _, d := range clat {
+			total += d
+		}
+		breakdown = append(breakdown, fmt.Sprintf("caller %.1f ms = limiter %.1f + sale script with WAIT %.1f + journal commit %.1f + the rest",
+			ms(total)/float64(len(clat)), mean("posedge_ratelimit_decision_seconds"),
+			mean("posedge_lua_script_seconds"), mean("posedge_journal_commit_seconds")))
 		h.sales += h.sz.Sales
 		sales := float64(h.sz.Sales) / dur.Seconds()
 		saleRates, rawCommitRates = append(saleRates, sales), append(rawCommitRates, rawCommit)
@@ -168,6 +185,9 @@ func (h *harness) measureSalesAndReplay() {
 	h.add(figure{Name: "sale_p99_ms", Value: median(p99s), Goal: "",
 		Detail: fmt.Sprintf("p99 of POST /v1/sales at 100 sales/s (replay running), %d each; reps %s", h.sz.PacedSales, spread(p99s, "%.2f"))})
 	h.add(figure{Name: "sale_p50_ms", Value: median(p50s), Detail: "p50 of the same; reps " + spread(p50s, "%.2f")})
+	for i, b := range breakdown {
+		h.notef("sales at %d callers, rep %d, means: %s", concurrency, i+1, b)
+	}
 	h.add(figure{Name: "sale_p99_ms_saturated", Value: median(cp99s),
 		Detail: fmt.Sprintf("p99 of the sales at %d callers (queueing included); reps %s", concurrency, spread(cp99s, "%.1f"))})
 	h.add(figure{Name: "replay_vs_raw_jetstream", Value: median(replayRatios), Goal: ">= 0.5",
