@@ -74,16 +74,22 @@ type sizes struct {
 	RTSales      int           // sequential sales whose Redis traffic is counted
 	SimDuration  time.Duration // the simulator's load
 	SimRate      float64       // sales per second per terminal in the simulator
+	// SimMix is the fraction of sales keyed by a payment token, refunded,
+	// and sent again on purpose; the smoke's is high so that each kind
+	// surely happens in its few sales.
+	SimMix [3]float64
 }
 
 // fullSizes is `make bench` (POSEDGE_BENCH=full): a few minutes.
 var fullSizes = sizes{Reps: 3, Lookups: 8000, PacedLookups: 3000, Sales: 4000, PacedSales: 300,
-	RTLookups: 500, RTSales: 200, SimDuration: 10 * time.Second, SimRate: 4}
+	RTLookups: 500, RTSales: 200, SimDuration: 10 * time.Second, SimRate: 4,
+	SimMix: [3]float64{0.3, 0.1, 0.05}}
 
 // smokeSizes is the run of `make test`: every figure printed, in seconds;
 // its values mean nothing.
 var smokeSizes = sizes{Reps: 3, Lookups: 100, PacedLookups: 100, Sales: 30, PacedSales: 10,
-	RTLookups: 20, RTSales: 10, SimDuration: time.Second, SimRate: 2}
+	RTLookups: 20, RTSales: 10, SimDuration: time.Second, SimRate: 2,
+	SimMix: [3]float64{0.5, 0.3, 0.3}}
 
 // requiredFigures are the `figure` lines every run prints (issue 14).
 var requiredFigures = []string{
