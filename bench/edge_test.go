@@ -314,7 +314,7 @@ func (h *harness) drainAfterOutage(n int) float64 {
 		if acked >= target {
 			// Seen in one look (a small backlog): the rate from the restart
 			// is all there is to say.
-			if now.Sub(first) < 20*time.Millisecond || target-firstAcked < float64(n)/4 {
+			if now.Sub(first) < 2*pollEvery || target-firstAcked < float64(n)/4 {
 				h.notef("replay: %d rows drained between two looks; timed from the NATS restart, reconnect included", n)
 				return float64(n) / now.Sub(restarted).Seconds()
 			}
@@ -323,7 +323,7 @@ func (h *harness) drainAfterOutage(n int) float64 {
 		if now.After(deadline) {
 			h.t.Fatalf("replay: %v of %d rows acknowledged", acked-base, n)
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(pollEvery)
 	}
 }
 

@@ -100,7 +100,7 @@ func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64
 			first, firstN = now, n
 		}
 		if n >= want {
-			if now.Sub(first) < 20*time.Millisecond || want-firstN < want/4 {
+			if now.Sub(first) < 2*pollEvery || want-firstN < want/4 {
 				h.notef("hq ingest %s: %d rows stored between two looks; timed from the process start", name, want)
 				return float64(want) / now.Sub(started).Seconds()
 			}
@@ -112,7 +112,7 @@ func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64
 		if now.After(deadline) {
 			h.t.Fatalf("posedge-hq stored %d of %d rows:\n%s", n, want, p.Tail(3000))
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(pollEvery)
 	}
 }
 

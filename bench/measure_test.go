@@ -16,6 +16,11 @@ import (
 	"time"
 )
 
+// pollEvery is how often a drain or an ingest is looked at: each look
+// costs the process watched (a /metrics scrape, a COUNT), so not too
+// often on 2 CPUs; a drain of thousands of rows spans dozens of looks.
+const pollEvery = 20 * time.Millisecond
+
 // concurrency is the number of callers of both sides of every
 // throughput comparison: a busy store's tills and back office at once.
 const concurrency = 32
