@@ -23,7 +23,7 @@ NFPM        := $(TOOLS)/nfpm
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-long test-tools check cross package demo bench bench-packages profile clean
+.PHONY: help build test test-long test-tools check cross package demo bench bench-pkg profile clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -86,10 +86,10 @@ package: cross $(NFPM) ## .deb and .rpm (amd64, arm64), the Windows zip, and an 
 demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) with simulated terminals
 	./scripts/demo.sh
 
-bench: ## every figure of docs/performance.md against its raw baseline, on a whole store on loopback (~5 min; not in CI)
+bench: ## every figure of docs/performance.md against its raw baseline, on a whole store on loopback (~4 min; not in CI)
 	POSEDGE_BENCH=full go test -count=1 -timeout 20m -run '^TestFigures$$' -v ./bench/
 
-bench-packages: ## the per-package go test benchmarks (BENCHTIME=2s)
+bench-pkg: ## the per-package go test benchmarks (BENCHTIME=2s)
 	go test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
 profile: ## pprof CPU and allocation summaries of the lookup, sale, replay and ingest paths into docs/perf/
