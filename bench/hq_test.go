@@ -80,8 +80,9 @@ func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64
 	}
 	dir := h.t.TempDir()
 	conf := filepath.Join(dir, "hq.yaml")
-	body := fmt.Sprintf("nats_url: %q\nstream: %q\nsubject_prefix: %q\ndatabase: %q\nadmin:\n  listen: \"127.0.0.1:%d\"\n",
-		h.store.NATS.URL(), wire.DefaultStream, wire.DefaultSubjectPrefix, dsn, testenv.FreePort(h.t))
+	admin := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(h.t))
+	body := fmt.Sprintf("nats_url: %q\nstream: %q\nsubject_prefix: %q\ndatabase: %q\nadmin:\n  listen: %q\n",
+		h.store.NATS.URL(), wire.DefaultStream, wire.DefaultSubjectPrefix, dsn, admin)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
@@ -100,11 +101,13 @@ func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64
 			first, firstN = now, n
 		}
 		if n >= want {
+			from, rows := first, want-firstN
 			if now.Sub(first) < 2*pollEvery || want-firstN < want/4 {
 				h.notef("hq ingest %s: %d rows stored between two looks; timed from the process start", name, want)
-				return float64(want) / now.Sub(started).Seconds()
+				from, rows = started, want
 			}
-			return float64(want-firstN) / now.Sub(first).Seconds()
+			h.noteHQBatches(name, admin, want, now.Sub(started))
+			return float64(rows) / now.Sub(from).Seconds()
 		}
 		if !p.Running() {
 			h.t.Fatalf("posedge-hq exited:\n%s", p.Tail(3000))
@@ -250,4 +253,22 @@ func (h *harness) rawPostgres(dsn string, rows []row) float64 {
 		}
 	}
 	return float64(len(rows)) / time.Since(start).Seconds()
+}
+
+// noteHQBatches notes how posedge-hq's batches went: their mean size and
+// the share of the ingest spent committing them.
+func (h *harness) noteHQBatches(name, admin string, rows int, took time.Duration) {
+	m, err := scrapeMetrics(h.http, "http://"+admin+"/metrics")
+	if err != nil {
+		h.notef("hq ingest %s: no metrics: %v", name, err)
+		return
+	}
+	const batch = "posedge_hq_batch_commit_seconds"
+	n := m[batch+"_count"]
+	if n == 0 {
+		h.notef("hq ingest %s: no %s in its metrics", name, batch)
+		return
+	}
+	h.notef("hq ingest %s: %.0f batches, %.0f rows each on average, their commits %.0f%% of the %s from the process start to the last row",
+		name, n, float64(rows)/n, 100*m[batch+"_sum"]/took.Seconds(), took.Round(time.Millisecond))
 }
