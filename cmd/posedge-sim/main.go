@@ -4,6 +4,12 @@
 // summary is printed at the end. A development and demo tool.
 //
 //	posedge-sim --keys T01=key1,T02=key2 --seed-items 20 --duration 20s
+//
+// A busier store (what `make bench` runs): scan bursts, payment tokens,
+// refunds and an offline till uploading batches; it prints counts by
+// status and latency percentiles per route.
+//
+//	posedge-sim --keys … --scans 5-10 --tokens 0.3 --refunds 0.1 --batch-every 2s
 package main
 
 import (
