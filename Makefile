@@ -23,7 +23,7 @@ NFPM        := $(TOOLS)/nfpm
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-long test-tools check cross package demo bench clean
+.PHONY: help build test test-long test-tools check cross package demo bench bench-pkg profile clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -86,8 +86,14 @@ package: cross $(NFPM) ## .deb and .rpm (amd64, arm64), the Windows zip, and an 
 demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) with simulated terminals
 	./scripts/demo.sh
 
-bench: ## benchmarks of every package (BENCHTIME=2s)
+bench: ## every figure of docs/performance.md against its raw baseline, on a whole store on loopback (~4 min; not in CI)
+	POSEDGE_BENCH=full go test -count=1 -timeout 20m -run '^TestFigures$$' -v ./bench/
+
+bench-pkg: ## the per-package go test benchmarks (BENCHTIME=2s)
 	go test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+profile: ## pprof CPU and allocation summaries of the lookup, sale, replay and ingest paths into docs/perf/
+	./scripts/profile.sh docs/perf
 
 clean: ## remove ./bin, ./dist and ./.demo
 	rm -rf bin dist .demo

@@ -4,6 +4,12 @@
 // summary is printed at the end. A development and demo tool.
 //
 //	posedge-sim --keys T01=key1,T02=key2 --seed-items 20 --duration 20s
+//
+// A busier store (what `make bench` runs): scan bursts, payment tokens,
+// refunds and an offline till uploading batches; it prints counts by
+// status and latency percentiles per route.
+//
+//	posedge-sim --keys … --scans 5-10 --tokens 0.3 --refunds 0.1 --batch-every 2s
 package main
 
 import (
@@ -52,6 +58,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&barcodes, "barcodes", "", "barcodes to sell, comma-separated (default: the demo items)")
 	fs.Float64Var(&c.Rate, "rate", 1, "sales per second per terminal")
 	fs.Float64Var(&c.ReplayFraction, "replay", 0.05, "fraction of sales replayed on purpose with the same key")
+	scans := fs.String("scans", "1-4", "items scanned back to back and sold per sale, MIN-MAX (5-10: scan bursts)")
+	fs.Float64Var(&c.TokenFraction, "tokens", 0, "fraction of sales keyed by a payment token from /v1/payment-tokens")
+	fs.Float64Var(&c.RefundFraction, "refunds", 0, "fraction of sales refunded (one unit of a line) right after")
+	fs.DurationVar(&c.BatchEvery, "batch-every", 0, "an offline till uploads a /v1/sales/batch this often (0: never)")
+	fs.IntVar(&c.BatchSize, "batch-size", 20, "sales per batch upload (at most 100)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -69,6 +80,15 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if c.Rate <= 0 || c.Duration <= 0 || c.ReplayFraction < 0 || c.ReplayFraction > 1 {
 		return errors.New("--rate and --duration must be > 0, --replay in [0, 1]")
+	}
+	if _, err := fmt.Sscanf(*scans, "%d-%d", &c.MinScans, &c.MaxScans); err != nil || c.MinScans < 1 || c.MaxScans < c.MinScans {
+		return fmt.Errorf("--scans %q: want MIN-MAX with 1 <= MIN <= MAX", *scans)
+	}
+	if c.TokenFraction < 0 || c.TokenFraction > 1 || c.RefundFraction < 0 || c.RefundFraction > 1 {
+		return errors.New("--tokens and --refunds must be in [0, 1]")
+	}
+	if c.BatchSize < 1 || c.BatchSize > 100 || c.BatchEvery < 0 {
+		return errors.New("--batch-size must be in [1, 100], --batch-every >= 0")
 	}
 	c.UserAgent = "posedge-sim/" + version
 	sum, err := Run(ctx, c, out)

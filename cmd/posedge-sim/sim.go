@@ -10,8 +10,11 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -25,6 +28,11 @@ type Config struct {
 	Barcodes                  []string      // what to sell; default the demo items
 	Rate                      float64       // sales per second per terminal
 	ReplayFraction            float64       // sales sent twice on purpose
+	MinScans, MaxScans        int           // items scanned (and sold) per sale; default 1-4
+	TokenFraction             float64       // sales keyed by a payment token from /v1/payment-tokens
+	RefundFraction            float64       // sales refunded (one unit of their first line) right after
+	BatchEvery                time.Duration // an offline till uploads a batch this often (0: never)
+	BatchSize                 int           // sales per batch upload, default 20
 	UserAgent                 string
 	// SaleTimeout bounds one sale with all its retries; a sale running
 	// when Duration ends may finish within it. Default 10s.
@@ -46,7 +54,14 @@ type Summary struct {
 	RateLimited    int   // 429 answers (each waited Retry-After, then retried)
 	Retries        int   // network errors, 5xx, request_in_progress: retried with the same key
 	Scans          int
+	TokenSales     int            // sales keyed by a payment token
+	Refunds        int            // refunds answered 201
+	BatchSales     int            // batch-uploaded sales answered 201 in their result
 	Errors         map[string]int // requests given up, by error code
+	// Latency and Status are every answered request's, by route
+	// ("GET /v1/items/{barcode}"); Status counts "route status".
+	Latency map[string][]time.Duration
+	Status  map[string]int
 }
 
 func (s *Summary) add(o Summary) {
@@ -57,8 +72,20 @@ func (s *Summary) add(o Summary) {
 	s.RateLimited += o.RateLimited
 	s.Retries += o.Retries
 	s.Scans += o.Scans
+	s.TokenSales += o.TokenSales
+	s.Refunds += o.Refunds
+	s.BatchSales += o.BatchSales
 	for k, v := range o.Errors {
 		s.Errors[k] += v
+	}
+	if s.Latency == nil {
+		s.Latency, s.Status = map[string][]time.Duration{}, map[string]int{}
+	}
+	for k, v := range o.Latency {
+		s.Latency[k] = append(s.Latency[k], v...)
+	}
+	for k, v := range o.Status {
+		s.Status[k] += v
 	}
 }
 
@@ -81,9 +108,37 @@ func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "  rate limited  %6d  (429, waited Retry-After)\n", s.RateLimited)
 	fmt.Fprintf(w, "  retries       %6d  (network error, 5xx or in progress: same Idempotency-Key)\n", s.Retries)
 	fmt.Fprintf(w, "  scans         %6d\n", s.Scans)
+	fmt.Fprintf(w, "  token sales   %6d  (keyed by a payment token)\n", s.TokenSales)
+	fmt.Fprintf(w, "  refunds       %6d\n", s.Refunds)
+	fmt.Fprintf(w, "  batch sales   %6d  (uploaded by an offline till)\n", s.BatchSales)
 	fmt.Fprintf(w, "  errors        %6d\n", nerr)
 	for _, k := range codes {
 		fmt.Fprintf(w, "    %-24s %d\n", k, s.Errors[k])
+	}
+	routes := make([]string, 0, len(s.Latency))
+	for r := range s.Latency {
+		routes = append(routes, r)
+	}
+	sort.Strings(routes)
+	statuses := make([]string, 0, len(s.Status))
+	for k := range s.Status {
+		statuses = append(statuses, k)
+	}
+	sort.Strings(statuses)
+	for _, r := range routes {
+		lat := slices.Clone(s.Latency[r])
+		slices.Sort(lat)
+		q := func(p float64) float64 {
+			return float64(lat[min(len(lat)-1, int(float64(len(lat))*p))]) / float64(time.Millisecond)
+		}
+		var byStatus []string
+		for _, k := range statuses {
+			if st, ok := strings.CutPrefix(k, r+" "); ok {
+				byStatus = append(byStatus, fmt.Sprintf("%s:%d", st, s.Status[k]))
+			}
+		}
+		fmt.Fprintf(w, "  latency %-28s n=%-6d p50=%.2fms p90=%.2fms p99=%.2fms max=%.2fms status %s\n",
+			r, len(lat), q(0.5), q(0.9), q(0.99), q(1), strings.Join(byStatus, " "))
 	}
 }
 
@@ -101,6 +156,12 @@ func Run(ctx context.Context, c Config, log io.Writer) (Summary, error) {
 	}
 	if c.SaleTimeout == 0 {
 		c.SaleTimeout = 10 * time.Second
+	}
+	if c.MinScans <= 0 || c.MaxScans < c.MinScans {
+		c.MinScans, c.MaxScans = 1, 4
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 20
 	}
 	if len(c.Barcodes) == 0 {
 		n := c.SeedItems
@@ -123,9 +184,20 @@ func Run(ctx context.Context, c Config, log io.Writer) (Summary, error) {
 	start := time.Now()
 	runCtx, cancel := context.WithTimeout(ctx, c.Duration)
 	defer cancel()
-	total := Summary{Terminals: len(c.Terminals), Errors: map[string]int{}}
+	total := Summary{Terminals: len(c.Terminals), Errors: map[string]int{},
+		Latency: map[string][]time.Duration{}, Status: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	if c.BatchEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := newTill(c, c.Terminals[len(c.Terminals)-1]).uploadLoop(runCtx)
+			mu.Lock()
+			total.add(s)
+			mu.Unlock()
+		}()
+	}
 	for _, t := range c.Terminals {
 		wg.Add(1)
 		go func() {
@@ -178,9 +250,17 @@ func newTill(c Config, t Terminal) *till {
 		tag[i] = byte(rand.UintN(256))
 	}
 	tl := &till{cfg: c, id: t.ID, flows: map[string]bool{}, tag: hex.EncodeToString(tag)}
-	tl.cl = &client{c: c.Client, auth: t.Key, ua: c.UserAgent}
+	tl.cl = &client{c: c.Client, auth: t.Key, ua: c.UserAgent,
+		latency: map[string][]time.Duration{}, status: map[string]int{}}
 	tl.sum.Errors = map[string]int{}
 	return tl
+}
+
+// done hands the till's counts over at the end of its loop.
+func (t *till) done() Summary {
+	t.sum.Retries, t.sum.RateLimited = t.cl.retries, t.cl.limited
+	t.sum.Latency, t.sum.Status = t.cl.latency, t.cl.status
+	return t.sum
 }
 
 func (t *till) loop(ctx context.Context) Summary {
@@ -188,8 +268,7 @@ func (t *till) loop(ctx context.Context) Summary {
 	next := time.Now().Add(rand.N(interval)) // spread the terminals
 	for {
 		if sleep(ctx, time.Until(next)) != nil {
-			t.sum.Retries, t.sum.RateLimited = t.cl.retries, t.cl.limited
-			return t.sum
+			return t.done()
 		}
 		// A sale started runs to its end even when the run is over:
 		// abandoning it would leave its outcome unknown.
@@ -218,10 +297,13 @@ type saleBody struct {
 
 var tenders = []string{"cash", "card", "mobile", "other"}
 
-// sale scans one to four items and pays for them.
+// sale scans MinScans to MaxScans items back to back (a burst, as a
+// till scanning a basket) and pays for them, keyed by a payment token
+// for TokenFraction of sales; RefundFraction of sales are then refunded.
 func (t *till) sale(ctx context.Context) {
 	var b saleBody
-	for _, i := range rand.Perm(len(t.cfg.Barcodes))[:1+rand.IntN(min(4, len(t.cfg.Barcodes)))] {
+	lo, hi := min(t.cfg.MinScans, len(t.cfg.Barcodes)), min(t.cfg.MaxScans, len(t.cfg.Barcodes))
+	for _, i := range rand.Perm(len(t.cfg.Barcodes))[:lo+rand.IntN(hi-lo+1)] {
 		bc := t.cfg.Barcodes[i]
 		t.sum.Scans++
 		r, err := t.cl.call(ctx, http.MethodGet, t.cfg.URL+"/v1/items/"+bc, nil, "")
@@ -248,6 +330,21 @@ func (t *till) sale(ctx context.Context) {
 	b.ReceiptNo = fmt.Sprintf("%s-%06d", t.id, t.seq)
 	body, _ := json.Marshal(b)
 	key := fmt.Sprintf("sim-%s-%s-%d", t.id, t.tag, t.seq)
+	token := rand.Float64() < t.cfg.TokenFraction
+	if token {
+		r, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/payment-tokens", nil, "")
+		if t.failed(r, err, http.StatusCreated) {
+			return
+		}
+		var tk struct {
+			Token string `json:"token"`
+		}
+		if json.Unmarshal(r.body, &tk) != nil || tk.Token == "" {
+			t.sum.Errors["bad_token_json"]++
+			return
+		}
+		key = tk.Token
+	}
 
 	r, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/sales", body, key)
 	if t.failed(r, err, http.StatusCreated) {
@@ -258,6 +355,12 @@ func (t *till) sale(ctx context.Context) {
 		t.flows[flow] = true
 		t.sum.Sales++
 		t.sum.TotalCents += b.TotalCents
+		if token {
+			t.sum.TokenSales++
+		}
+	}
+	if rand.Float64() < t.cfg.RefundFraction {
+		t.refund(ctx, flow, b.Lines[0])
 	}
 	if rand.Float64() >= t.cfg.ReplayFraction {
 		return
@@ -268,6 +371,60 @@ func (t *till) sale(ctx context.Context) {
 		t.sum.Replays++
 	} else {
 		t.sum.ReplayMismatch++
+	}
+}
+
+// refund returns one unit of a line of sale flow.
+func (t *till) refund(ctx context.Context, flow string, l saleLine) {
+	body, _ := json.Marshal(map[string]any{"original_flow_no": flow,
+		"lines": []map[string]any{{"barcode": l.Barcode, "qty": 1}}, "total_cents": l.PriceCents})
+	t.seq++
+	r, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/refunds", body, fmt.Sprintf("simr-%s-%s-%d", t.id, t.tag, t.seq))
+	if t.failed(r, err, http.StatusCreated) {
+		return
+	}
+	t.sum.Refunds++
+}
+
+// uploadLoop is a till that was offline: every BatchEvery it uploads the
+// BatchSize sales it made meanwhile in one /v1/sales/batch.
+func (t *till) uploadLoop(ctx context.Context) Summary {
+	for n := 0; ; n++ {
+		if sleep(ctx, t.cfg.BatchEvery) != nil {
+			return t.done()
+		}
+		sales := make([]map[string]any, t.cfg.BatchSize)
+		at := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+		for i := range sales {
+			bc := t.cfg.Barcodes[rand.IntN(len(t.cfg.Barcodes))]
+			price := int64(100 + rand.IntN(900))
+			sales[i] = map[string]any{"idempotency_key": fmt.Sprintf("simb-%s-%s-%d-%d", t.id, t.tag, n, i),
+				"lines":       []map[string]any{{"barcode": bc, "qty": 1, "price_cents": price}},
+				"total_cents": price, "tender": "cash", "occurred_at": at}
+		}
+		body, _ := json.Marshal(map[string]any{"sales": sales})
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SaleTimeout)
+		r, err := t.cl.call(sctx, http.MethodPost, t.cfg.URL+"/v1/sales/batch", body, "")
+		cancel()
+		if t.failed(r, err, http.StatusOK) {
+			continue
+		}
+		var res struct {
+			Results []struct {
+				Status int `json:"status"`
+			} `json:"results"`
+		}
+		if json.Unmarshal(r.body, &res) != nil {
+			t.sum.Errors["bad_batch_json"]++
+			continue
+		}
+		for _, x := range res.Results {
+			if x.Status == http.StatusCreated {
+				t.sum.BatchSales++
+			} else {
+				t.sum.Errors["batch_"+strconv.Itoa(x.Status)]++
+			}
+		}
 	}
 }
 
@@ -325,6 +482,25 @@ type client struct {
 	ua      string
 	retries int // network errors, 5xx, request_in_progress
 	limited int // 429 answers
+	latency map[string][]time.Duration
+	status  map[string]int
+}
+
+// route is a request's endpoint as the contract names it.
+func route(method, rawURL string) string {
+	p := rawURL
+	if u, err := url.Parse(rawURL); err == nil {
+		p = u.Path
+	}
+	switch {
+	case strings.HasPrefix(p, "/v1/items/"):
+		p = "/v1/items/{barcode}"
+	case strings.HasPrefix(p, "/admin/v1/items/"):
+		p = "/admin/v1/items/{barcode}"
+	case strings.HasPrefix(p, "/v1/sales/") && p != "/v1/sales/batch":
+		p = "/v1/sales/{flow_no}"
+	}
+	return method + " " + p
 }
 
 // call sends one request until it gets an answer to keep: network errors,
@@ -361,12 +537,12 @@ func (cl *client) call(ctx context.Context, method, url string, body []byte, ide
 	}
 }
 
-func (cl *client) once(ctx context.Context, method, url string, body []byte, idemKey string) (answer, error) {
+func (cl *client) once(ctx context.Context, method, rawURL string, body []byte, idemKey string) (answer, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+	req, err := http.NewRequestWithContext(ctx, method, rawURL, rd)
 	if err != nil {
 		return answer{}, err
 	}
@@ -380,6 +556,7 @@ func (cl *client) once(ctx context.Context, method, url string, body []byte, ide
 		req.Header.Set("Idempotency-Key", idemKey)
 	}
 	req.Header.Set("User-Agent", cl.ua)
+	start := time.Now()
 	res, err := cl.c.Do(req)
 	if err != nil {
 		return answer{}, err
@@ -388,6 +565,11 @@ func (cl *client) once(ctx context.Context, method, url string, body []byte, ide
 	b, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	if err != nil {
 		return answer{}, err
+	}
+	if cl.latency != nil {
+		rt := route(method, rawURL)
+		cl.latency[rt] = append(cl.latency[rt], time.Since(start))
+		cl.status[rt+" "+strconv.Itoa(res.StatusCode)]++
 	}
 	return answer{status: res.StatusCode, header: res.Header, body: b}, nil
 }

@@ -167,3 +167,34 @@ func TestParseKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestRouteNamesTheEndpoint(t *testing.T) {
+	tests := []struct{ method, url, want string }{
+		{"GET", "http://127.0.0.1:8080/v1/items/2000000000001", "GET /v1/items/{barcode}"},
+		{"POST", "http://127.0.0.1:8080/v1/sales", "POST /v1/sales"},
+		{"POST", "http://127.0.0.1:8080/v1/sales/batch", "POST /v1/sales/batch"},
+		{"GET", "http://127.0.0.1:8080/v1/sales/1000000000000042", "GET /v1/sales/{flow_no}"},
+		{"PUT", "http://127.0.0.1:8081/admin/v1/items/X1", "PUT /admin/v1/items/{barcode}"},
+		{"POST", "http://127.0.0.1:8080/v1/refunds", "POST /v1/refunds"},
+	}
+	for _, tt := range tests {
+		if got := route(tt.method, tt.url); got != tt.want {
+			t.Errorf("route(%s %s) = %q, want %q", tt.method, tt.url, got, tt.want)
+		}
+	}
+}
+
+func TestRunRejectsBadLoadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--keys", "T01=k", "--scans", "0-3"},
+		{"--keys", "T01=k", "--scans", "5-2"},
+		{"--keys", "T01=k", "--scans", "x"},
+		{"--keys", "T01=k", "--tokens", "1.5"},
+		{"--keys", "T01=k", "--refunds", "-0.1"},
+		{"--keys", "T01=k", "--batch-size", "101"},
+	} {
+		if err := run(context.Background(), args, io.Discard); err == nil {
+			t.Errorf("run %v: no error", args)
+		}
+	}
+}

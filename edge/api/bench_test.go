@@ -66,6 +66,7 @@ func looseLimits() *ratelimit.Config {
 // request) with a whole GET /v1/items/{barcode} through the terminal API
 // (auth, limiter, lookup, JSON over HTTP). Goal: lookup/raw ≥ 0.6.
 func BenchmarkItemLookupVsRawLimiter(b *testing.B) {
+	b.StopTimer() // the store is set up outside the timed region
 	e := newEnv(b, envOpts{limits: looseLimits()})
 	e.putItem("BENCH1", 199, 1000)
 	ctx := context.Background()
@@ -105,6 +106,7 @@ func BenchmarkItemLookupVsRawLimiter(b *testing.B) {
 // single-row SQLite commits per second (synchronous=FULL, WAL) on the same
 // disk. Group commit lets concurrent sales share fsyncs; goal ≥ 1.0.
 func BenchmarkDurableSalesVsRawCommits(b *testing.B) {
+	b.StopTimer() // the store is set up outside the timed region
 	e := newEnv(b, envOpts{limits: looseLimits(), sentinel: true})
 	e.putItem("BENCH2", 199, 1<<40)
 	db, err := sql.Open("sqlite", "file:"+filepath.Join(b.TempDir(), "raw.db")+

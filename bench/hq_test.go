@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/wire"
+)
+
+// hqBatch is posedge-hq's default batch_size; the raw inserts batch as
+// many rows per transaction.
+const hqBatch = 256
+
+// row is one transaction as HQ stores it.
+type row struct {
+	store, flow, terminal, kind string
+	cents                       int64
+	created, body, received     string
+}
+
+// measureIngest has posedge-hq ingest the stream the edge filled (every
+// sale of this run) into a fresh database, from its first stored row to
+// the last, against a raw batched insert of the same rows into a fresh
+// database of the same kind; SQLite and PostgreSQL.
+func (h *harness) measureIngest() {
+	h.waitBacklogEmpty()
+	want := h.store.JournalRows("")
+	var rows []row
+	for _, kind := range []string{"sqlite", "postgres"} {
+		var ratios, rates, rawRates []float64
+		for rep := range h.sz.Reps {
+			var dsn string
+			var count func() int
+			if kind == "sqlite" {
+				path := filepath.Join(h.t.TempDir(), "hq.db")
+				dsn, count = "sqlite://"+path, sqliteCount(path)
+			} else {
+				dsn = h.pg.NewDatabase(h.t)
+				count = h.postgresCount(dsn)
+			}
+			rate := h.hqIngest(fmt.Sprintf("%s%d", kind, rep), dsn, want, count)
+			if rows == nil {
+				rows = h.hqRows(dsn)
+			}
+			var raw float64
+			if kind == "sqlite" {
+				raw = h.rawSQLite(rows)
+			} else {
+				raw = h.rawPostgres(h.pg.NewDatabase(h.t), rows)
+			}
+			rates, rawRates, ratios = append(rates, rate), append(rawRates, raw), append(ratios, rate/raw)
+		}
+		h.add(figure{Name: "hq_ingest_vs_raw_" + kind, Value: median(ratios), Goal: ">= 0.5",
+			Detail: fmt.Sprintf("posedge-hq ingesting %d replayed sales from JetStream (first row stored to last) ÷ raw insert of the same rows, %d per transaction; reps %s",
+				want, hqBatch, spread(ratios, "%.2f"))})
+		h.add(figure{Name: "hq_" + kind + "_rows_per_s", Value: median(rates), Detail: "rows/s; reps " + spread(rates, "%.0f")})
+		h.add(figure{Name: "raw_" + kind + "_rows_per_s", Value: median(rawRates), Detail: "rows/s; reps " + spread(rawRates, "%.0f")})
+	}
+}
+
+// hqIngest starts posedge-hq on database dsn with its durable consumer
+// removed, so that it ingests the whole stream again, and returns its
+// rows/s.
+func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err := h.js.DeleteConsumer(ctx, wire.DefaultStream, hq.ConsumerName)
+	cancel()
+	if err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		h.t.Fatalf("delete consumer %s: %v", hq.ConsumerName, err)
+	}
+	dir := h.t.TempDir()
+	conf := filepath.Join(dir, "hq.yaml")
+	admin := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(h.t))
+	body := fmt.Sprintf("nats_url: %q\nstream: %q\nsubject_prefix: %q\ndatabase: %q\nadmin:\n  listen: %q\n",
+		h.store.NATS.URL(), wire.DefaultStream, wire.DefaultSubjectPrefix, dsn, admin)
+	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+	p := &testenv.Proc{Name: "posedge-hq-" + name, Args: []string{filepath.Join(binDir, "posedge-hq"), "run", "--config", conf},
+		Log: filepath.Join(dir, "hq.log")}
+	started := time.Now()
+	p.Start(h.t)
+	defer p.Kill()
+	var first time.Time
+	firstN := 0
+	deadline := started.Add(5 * time.Minute)
+	for {
+		n := count()
+		now := time.Now()
+		if n > 0 && first.IsZero() {
+			first, firstN = now, n
+		}
+		if n >= want {
+			from, rows := first, want-firstN
+			if now.Sub(first) < 2*pollEvery || want-firstN < want/4 {
+				h.notef("hq ingest %s: %d rows stored between two looks; timed from the process start", name, want)
+				from, rows = started, want
+			}
+			h.noteHQBatches(name, admin, want, now.Sub(started))
+			return float64(rows) / now.Sub(from).Seconds()
+		}
+		if !p.Running() {
+			h.t.Fatalf("posedge-hq exited:\n%s", p.Tail(3000))
+		}
+		if now.After(deadline) {
+			h.t.Fatalf("posedge-hq stored %d of %d rows:\n%s", n, want, p.Tail(3000))
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// sqliteCount counts HQ's rows read-only beside posedge-hq; 0 until its
+// table exists.
+func sqliteCount(path string) func() int {
+	return func() int {
+		if _, err := os.Stat(path); err != nil {
+			return 0
+		}
+		db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+		if err != nil {
+			return 0
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRow(`SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil {
+			return 0
+		}
+		return n
+	}
+}
+
+func (h *harness) postgresCount(dsn string) func() int {
+	return func() int {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return 0
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil {
+			return 0
+		}
+		return n
+	}
+}
+
+// hqRows reads back what posedge-hq stored: the raw inserts' input.
+func (h *harness) hqRows(dsn string) []row {
+	u, err := hq.ParseDatabaseURL(dsn)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+u.Path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	rs, err := db.Query(`SELECT store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at FROM transactions`)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer rs.Close()
+	var out []row
+	for rs.Next() {
+		var r row
+		if err := rs.Scan(&r.store, &r.flow, &r.terminal, &r.kind, &r.cents, &r.created, &r.body, &r.received); err != nil {
+			h.t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	if err := rs.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+	return out
+}
+
+// rawTable is the contract's transactions table and nothing else.
+const rawTable = `CREATE TABLE transactions (
+	store_id TEXT NOT NULL, flow_no TEXT NOT NULL, terminal_id TEXT NOT NULL, kind TEXT NOT NULL,
+	total_cents %s NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL, received_at TEXT NOT NULL,
+	PRIMARY KEY (store_id, flow_no))`
+
+// rawSQLite inserts rows into a fresh file with posedge-hq's pragmas, in
+// transactions of hqBatch rows with one prepared statement; rows/s.
+func (h *harness) rawSQLite(rows []row) float64 {
+	db, err := sql.Open("sqlite", hq.SQLiteDSN(filepath.Join(h.t.TempDir(), "raw.db")))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.Exec(fmt.Sprintf(rawTable, "INTEGER")); err != nil {
+		h.t.Fatal(err)
+	}
+	start := time.Now()
+	for lo := 0; lo < len(rows); lo += hqBatch {
+		tx, err := db.Begin()
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		st, err := tx.Prepare(`INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		for _, r := range rows[lo:min(lo+hqBatch, len(rows))] {
+			if _, err := st.Exec(r.store, r.flow, r.terminal, r.kind, r.cents, r.created, r.body, r.received); err != nil {
+				h.t.Fatal(err)
+			}
+		}
+		st.Close()
+		if err := tx.Commit(); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return float64(len(rows)) / time.Since(start).Seconds()
+}
+
+// rawPostgres inserts rows in transactions of hqBatch rows, each one
+// multi-row INSERT from arrays; rows/s.
+func (h *harness) rawPostgres(dsn string, rows []row) float64 {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, fmt.Sprintf(rawTable, "BIGINT")); err != nil {
+		h.t.Fatal(err)
+	}
+	start := time.Now()
+	for lo := 0; lo < len(rows); lo += hqBatch {
+		var s, f, t, k, ca, body, ra []string
+		var cents []int64
+		for _, r := range rows[lo:min(lo+hqBatch, len(rows))] {
+			s, f, t, k = append(s, r.store), append(f, r.flow), append(t, r.terminal), append(k, r.kind)
+			cents, ca, body, ra = append(cents, r.cents), append(ca, r.created), append(body, r.body), append(ra, r.received)
+		}
+		if _, err := conn.Exec(ctx, `INSERT INTO transactions SELECT * FROM unnest($1::text[], $2::text[], $3::text[],
+			$4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])`, s, f, t, k, cents, ca, body, ra); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	return float64(len(rows)) / time.Since(start).Seconds()
+}
+
+// noteHQBatches notes how posedge-hq's batches went: their mean size and
+// the share of the ingest spent committing them.
+func (h *harness) noteHQBatches(name, admin string, rows int, took time.Duration) {
+	m, err := scrapeMetrics(h.http, "http://"+admin+"/metrics")
+	if err != nil {
+		h.notef("hq ingest %s: no metrics: %v", name, err)
+		return
+	}
+	const batch = "posedge_hq_batch_commit_seconds"
+	n := m[batch+"_count"]
+	if n == 0 {
+		h.notef("hq ingest %s: no %s in its metrics", name, batch)
+		return
+	}
+	h.notef("hq ingest %s: %.0f batches, %.0f rows each on average, their commits %.0f%% of the %s from the process start to the last row",
+		name, n, float64(rows)/n, 100*m[batch+"_sum"]/took.Seconds(), took.Round(time.Millisecond))
+}
