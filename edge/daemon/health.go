@@ -38,26 +38,20 @@ func (d *Daemon) probe(ctx context.Context) {
 // /admin/v1/status) only read the snapshot: a status asked for while
 // Redis hangs answers at once, with what the last probe saw.
 func (d *Daemon) watchHealth(ctx context.Context) {
-	go func() {
-		t := time.NewTicker(probeEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				d.probe(ctx)
-			}
-		}
-	}()
-	t := time.NewTicker(reportEvery)
+	go every(ctx, probeEvery, func() { d.probe(ctx) })
+	every(ctx, reportEvery, d.reportState)
+}
+
+// every calls fn every period until ctx ends.
+func every(ctx context.Context, period time.Duration, fn func()) {
+	t := time.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			d.reportState()
+			fn()
 		}
 	}
 }
