@@ -29,6 +29,7 @@ type statusJSON struct {
 	Mode   string `json:"mode"`
 	HQ     struct {
 		Connected bool  `json:"connected"`
+		Stalled   bool  `json:"stalled"`
 		Backlog   int64 `json:"backlog"`
 		OldestAge int64 `json:"oldest_unsynced_age_seconds"`
 	} `json:"hq"`
@@ -36,6 +37,7 @@ type statusJSON struct {
 		Name   string `json:"name"`
 		Status string `json:"status"`
 		Detail string `json:"detail"`
+		Hint   string `json:"hint"`
 	} `json:"checks"`
 }
 

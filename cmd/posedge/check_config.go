@@ -14,14 +14,11 @@ type checkConfigCommand struct{}
 
 func (c *checkConfigCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("posedge check-config", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
-	p := *path
-	if p == "" {
-		p = config.DefaultPath()
-	}
+	p := cf.Path()
 	cfg, err := config.Load(p)
 	if err != nil {
 		return &exitError{code: 1, err: err}
@@ -29,5 +26,3 @@ func (c *checkConfigCommand) Run(ctx context.Context, args []string, stdout io.W
 	fmt.Fprintf(stdout, "%s: OK (store %s, %d terminals)\n", p, cfg.StoreID, len(cfg.Terminals))
 	return nil
 }
-
-func defaultConfigHint() string { return config.DefaultPath() }

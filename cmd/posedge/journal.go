@@ -3,13 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/posedge/posedge/offline/journal"
@@ -32,11 +31,11 @@ func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Write
 		return rebuildCounters(ctx, args[1:], stdout)
 	}
 	fs := flag.NewFlagSet("posedge journal "+sub, flag.ContinueOnError)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return &exitError{code: 2}
 	}
-	cfg, err := loadConfig(*path)
+	cfg, err := cf.Load()
 	if err != nil {
 		return err
 	}
@@ -80,7 +79,7 @@ func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Write
 // agreed or was corrected, 1 when the run could not happen.
 func rebuildCounters(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("posedge journal rebuild-counters", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	date := fs.String("date", "", "business day YYYYMMDD (default today in the store's timezone)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
 		return &exitError{code: 2, err: fmt.Errorf("usage: posedge journal rebuild-counters [--date YYYYMMDD] --config FILE")}
@@ -90,43 +89,25 @@ func rebuildCounters(ctx context.Context, args []string, stdout io.Writer) error
 			return &exitError{code: 2, err: fmt.Errorf("--date must be YYYYMMDD, got %q", *date)}
 		}
 	}
-	cfg, err := loadConfig(*path)
+	cfg, err := cf.Load()
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	defer cancel()
-	host := cfg.Admin.Listen
-	if strings.HasPrefix(host, "0.0.0.0:") {
-		host = "127.0.0.1:" + strings.TrimPrefix(host, "0.0.0.0:")
+	c, err := newAdminClient(cfg, 3*time.Minute)
+	if err != nil {
+		return err
 	}
-	u := "http://" + host + "/admin/v1/reconcile"
+	path := "/admin/v1/reconcile"
 	if *date != "" {
-		u += "?date=" + url.QueryEscape(*date)
+		path += "?date=" + url.QueryEscape(*date)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
-	if err != nil {
+	body, err := c.do(ctx, http.MethodPost, path)
+	var ae *adminError
+	switch {
+	case errors.As(err, &ae):
 		return err
-	}
-	if cfg.Admin.TokenFile != "" {
-		b, err := os.ReadFile(cfg.Admin.TokenFile)
-		if err != nil {
-			return fmt.Errorf("admin.token_file: %w", err)
-		}
-		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("ask the daemon at %s to rebuild the counters (is posedge running? it also reconciles at start): %w", host, err)
-	}
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		_ = json.Unmarshal(body, &e)
-		return fmt.Errorf("the daemon answered %s: %s %s", res.Status, e.Error.Code, e.Error.Message)
+	case err != nil:
+		return fmt.Errorf("ask the daemon at %s to rebuild the counters (is posedge running? it also reconciles at start): %w", c.addr(), err)
 	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {

@@ -12,9 +12,9 @@ type runCommand struct{}
 func (c *runCommand) Run(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("posedge run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
-	return runDaemon(ctx, *path, stderr) // service_other.go, service_windows.go
+	return runDaemon(ctx, cf.Path(), stderr) // service_other.go, service_windows.go
 }

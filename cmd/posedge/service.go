@@ -41,11 +41,11 @@ func (sp serviceSpec) unit() unitParams {
 
 func (c *serviceCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("posedge "+c.action, flag.ContinueOnError)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
-	spec, err := newServiceSpec(*path)
+	spec, err := newServiceSpec(cf.Path())
 	if err != nil {
 		return err
 	}

@@ -5,11 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
-	"net/http"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/posedge/posedge/edge/config"
@@ -24,16 +20,13 @@ type statusCommand struct{}
 
 func (c *statusCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("posedge status", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	asJSON := fs.Bool("json", false, "print the status object as JSON")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the daemon")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: status.ExitCode(status.Unknown)}
 	}
-	p := *path
-	if p == "" {
-		p = config.DefaultPath()
-	}
+	p := cf.Path()
 	cfg, err := config.Load(p)
 	if err != nil {
 		return c.print(stdout, status.ConfigErrorReport(p, err.Error()), *asJSON)
@@ -65,33 +58,12 @@ func (c *statusCommand) print(w io.Writer, r status.Report, asJSON bool) error {
 // fetch asks the running daemon over its admin listener.
 func fetch(ctx context.Context, cfg *config.Config, timeout time.Duration) (status.Report, error) {
 	var r status.Report
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	host := cfg.Admin.Listen
-	if strings.HasPrefix(host, "0.0.0.0:") {
-		host = "127.0.0.1:" + strings.TrimPrefix(host, "0.0.0.0:")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+"/admin/v1/status", nil)
+	c, err := newAdminClient(cfg, timeout)
 	if err != nil {
 		return r, err
 	}
-	if cfg.Admin.TokenFile != "" {
-		if b, err := os.ReadFile(cfg.Admin.TokenFile); err == nil {
-			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
-		}
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return r, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return r, fmt.Errorf("admin API answered %s", res.Status)
-	}
-	if err := json.NewDecoder(res.Body).Decode(&r); err != nil {
-		return r, fmt.Errorf("admin API answered something that is not a status: %w", err)
-	}
-	return r, nil
+	err = c.getJSON(ctx, "/admin/v1/status", &r)
+	return r, err
 }
 
 // offlineReport is CRIT (the daemon does not answer) with what the journal

@@ -35,7 +35,7 @@ type supportBundleCommand struct{}
 
 func (c *supportBundleCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("posedge support-bundle", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	out := fs.String("out", "", "archive to write (default posedge-support-<store>-<time>.tar.gz in the current folder)")
 	since := fs.Duration("logs-since", 24*time.Hour, "how far back to collect logs")
 	logFile := fs.String("log-file", "", "a log file to include (its last 4 MiB), when posedge logs to a file")
@@ -43,10 +43,7 @@ func (c *supportBundleCommand) Run(ctx context.Context, args []string, stdout io
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
-	p := *path
-	if p == "" {
-		p = config.DefaultPath()
-	}
+	p := cf.Path()
 	now := time.Now().UTC().Truncate(time.Second)
 	b := &bundle{}
 
@@ -329,30 +326,11 @@ func redactValue(v any) any {
 
 // adminGet fetches one path of the admin API.
 func adminGet(ctx context.Context, cfg *config.Config, path string, timeout time.Duration) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	host := cfg.Admin.Listen
-	if strings.HasPrefix(host, "0.0.0.0:") {
-		host = "127.0.0.1:" + strings.TrimPrefix(host, "0.0.0.0:")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+host+path, nil)
+	c, err := newAdminClient(cfg, timeout)
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Admin.TokenFile != "" {
-		if tok, err := os.ReadFile(cfg.Admin.TokenFile); err == nil {
-			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
-		}
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("admin API answered %s", res.Status)
-	}
-	return io.ReadAll(io.LimitReader(res.Body, 16<<20))
+	return c.do(ctx, http.MethodGet, path)
 }
 
 // versions are posedge's, Go's and the OS's.

@@ -2,12 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -31,37 +31,32 @@ func (c *syncCommand) Run(ctx context.Context, args []string, stdout io.Writer) 
 		qsub, args = args[0], args[1:]
 	}
 	fs := flag.NewFlagSet("posedge sync", flag.ContinueOnError)
-	path := fs.String("config", "", "config file (default "+defaultConfigHint()+")")
+	cf := addConfigFlag(fs)
 	date := fs.String("date", "", "business day YYYYMMDD for `sync manifest` (default today)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
-	cfg, err := loadConfig(*path)
+	cfg, err := cf.Load()
 	if err != nil {
 		return err
 	}
 	switch {
 	case sub == "now" || sub == "manifest":
-		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		defer cancel()
 		endpoint := "/admin/v1/sync/now"
 		if sub == "manifest" {
 			endpoint = "/admin/v1/sync/manifest?date=" + url.QueryEscape(*date)
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+cfg.Admin.Listen+endpoint, nil)
-		if cfg.Admin.TokenFile != "" {
-			if b, err := os.ReadFile(cfg.Admin.TokenFile); err == nil {
-				req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(b)))
-			}
-		}
-		res, err := http.DefaultClient.Do(req)
+		c, err := newAdminClient(cfg, 15*time.Second)
 		if err != nil {
-			return fmt.Errorf("ask the daemon to sync (is posedge running?): %w", err)
+			return err
 		}
-		body, _ := io.ReadAll(res.Body)
-		res.Body.Close()
-		if res.StatusCode/100 != 2 {
-			return fmt.Errorf("the daemon answered %s: %s", res.Status, strings.TrimSpace(string(body)))
+		body, err := c.do(ctx, http.MethodPost, endpoint)
+		var ae *adminError
+		switch {
+		case errors.As(err, &ae):
+			return err
+		case err != nil:
+			return fmt.Errorf("ask the daemon to sync (is posedge running?): %w", err)
 		}
 		fmt.Fprintln(stdout, strings.TrimSpace(string(body)))
 		return nil

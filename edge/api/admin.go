@@ -24,9 +24,12 @@ type AdminDeps struct {
 	Ready   func(ctx context.Context) error // nil error = ready
 	Status  func(ctx context.Context) any   // the object `posedge status --json` prints
 	SyncNow func()                          // wake the replay up
-	Extra   map[string]http.Handler         // further admin routes, by mux pattern
-	Log     *slog.Logger
-	HTTP    *HTTPMetrics // may be nil
+	// Reconciler serves /admin/v1/reconcile; nil = no such route.
+	Reconciler Reconciler
+	// Manifests serves /admin/v1/sync/manifest; nil = no such route.
+	Manifests ManifestPublisher
+	Log       *slog.Logger
+	HTTP      *HTTPMetrics // may be nil
 }
 
 var dateRE = regexp.MustCompile(`^[0-9]{8}$`)
@@ -56,8 +59,12 @@ func NewAdmin(d AdminDeps) http.Handler {
 		}
 		writeJSON(w, http.StatusAccepted, map[string]string{"status": "replay woken up"})
 	})
-	for p, h := range d.Extra {
-		mux.Handle(p, h)
+	if d.Reconciler != nil {
+		mux.HandleFunc("GET /admin/v1/reconcile", a.lastReconcile)
+		mux.HandleFunc("POST /admin/v1/reconcile", a.reconcileNow)
+	}
+	if d.Manifests != nil {
+		mux.HandleFunc("POST /admin/v1/sync/manifest", a.publishManifest)
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)

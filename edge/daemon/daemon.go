@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/posedge/posedge/edge/api"
 	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/edge/health"
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/edge/reconcile"
@@ -44,6 +44,7 @@ type Daemon struct {
 	replay  *replay.Replayer
 	rec     *reconcile.Reconciler
 	seen    *api.LastSeen
+	health  *health.Tracker
 	reg     *prometheus.Registry
 	ready   atomic.Bool
 }
@@ -52,7 +53,7 @@ type Daemon struct {
 // listeners first, so no sale is cut between journal and answer.
 func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logger) error {
 	d := &Daemon{cfg: cfg, version: version, log: log, started: time.Now(), seen: api.NewLastSeen(),
-		reg: prometheus.NewRegistry()}
+		health: health.New(nil), reg: prometheus.NewRegistry()}
 	d.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
 	m := newDaemonMetrics(d.reg, version)
@@ -88,7 +89,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
-		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg)}, j, d.limiter, log, d.reg)
+		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg), Health: d.health}, j, d.limiter, log, d.reg)
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)
 	}
@@ -108,7 +109,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
 		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
 		Status: func(ctx context.Context) any { return d.Status(ctx) }, SyncNow: d.replay.Kick,
-		Extra: d.extraRoutes(), Log: log, HTTP: httpMetrics})
+		Reconciler: d.rec, Manifests: d.replay, Log: log, HTTP: httpMetrics})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -137,6 +138,11 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	var jobs sync.WaitGroup
 	jobs.Go(func() { d.rec.Loop(ctx) })
 	jobs.Go(func() { d.pruneLoop(ctx) })
+	// The first reports before ready: /readyz and status never read an
+	// empty snapshot.
+	d.probe(ctx)
+	d.reportState()
+	go d.watchHealth(ctx)
 	go func() {
 		if err := d.replay.Run(ctx); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("hq replay: %w", err)
@@ -204,28 +210,28 @@ func (d *Daemon) recover(ctx context.Context) string {
 	return id
 }
 
-func (d *Daemon) readyErr(ctx context.Context) error {
+// readyErr reads the health snapshot: nil when the daemon serves in
+// normal mode with a usable journal.
+func (d *Daemon) readyErr(context.Context) error {
 	if !d.ready.Load() {
 		return errors.New("starting: recovery not finished")
 	}
-	if _, err := d.j.Stats(ctx); err != nil {
-		return fmt.Errorf("journal: %w", err)
+	s := d.health.Snapshot()
+	if !s.Journal.Usable {
+		return fmt.Errorf("journal: %s", s.Journal.Error)
 	}
-	if d.ledger.Degraded() {
+	if s.Degraded {
 		return errors.New("redis unavailable: serving in degraded mode")
 	}
 	return nil
 }
 
-// Status gathers the facts and judges them.
+// Status judges the health snapshot with the journal's own figures (one
+// local query, the same the status command reads when the daemon is down).
 func (d *Daemon) Status(ctx context.Context) status.Report {
-	f := status.Facts{Now: time.Now(), DaemonUp: true, Version: d.version, StoreID: d.cfg.StoreID,
-		UptimeSeconds: int64(time.Since(d.started) / time.Second), Degraded: d.ledger.Degraded(),
-		FallbackActive: d.limiter.FallbackActive(), LimiterDenied: int64(d.limiter.Denied()), Terminals: d.seen.Snapshot(),
-		Reconciliation: d.rec.Differences()}
-	f.Redis = redisFacts(ctx, d.cfg, d.rdb)
-	rs := d.replay.Status()
-	f.HQ = status.HQFacts{Connected: rs.Connected, LastSyncAt: rs.LastSyncAt, LastError: rs.LastError, RatePerSec: rs.RatePerSec}
+	f := d.health.Snapshot().Facts(time.Now())
+	f.Version, f.StoreID, f.UptimeSeconds = d.version, d.cfg.StoreID, int64(time.Since(d.started)/time.Second)
+	f.Terminals, f.Reconciliation = d.seen.Snapshot(), d.rec.Differences()
 	f.Journal, f.HQ = JournalFacts(ctx, d.j, f.HQ)
 	return status.Evaluate(f, Thresholds(d.cfg))
 }
@@ -260,7 +266,7 @@ func Thresholds(c *config.Config) status.Thresholds {
 		quota = c.Journal.MaxBytes / 10 * 8
 	}
 	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
-		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D()}
+		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D()}
 }
 
 // journalPageSize is SQLite's default page size, which journal.max_bytes
@@ -291,72 +297,4 @@ func (d *Daemon) pruneLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
-}
-
-func (d *Daemon) extraRoutes() map[string]http.Handler {
-	return map[string]http.Handler{
-		"POST /admin/v1/reconcile": http.HandlerFunc(d.reconcileNow),
-		// POST /admin/v1/sync/manifest?date=YYYYMMDD (default today):
-		// publish that day's per-terminal manifests to HQ now.
-		"POST /admin/v1/sync/manifest": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			day := r.URL.Query().Get("date")
-			if day == "" {
-				day = d.ledger.Today()
-			}
-			if _, err := time.Parse("20060102", day); err != nil || len(day) != 8 {
-				writeError(w, http.StatusBadRequest, "invalid_date", "date must be YYYYMMDD")
-				return
-			}
-			if err := d.replay.PublishManifest(r.Context(), day); err != nil {
-				writeError(w, http.StatusServiceUnavailable, "hq_unavailable", "publish the manifests of "+day+": "+err.Error())
-				return
-			}
-			writeJSON(w, http.StatusOK, map[string]string{"published": day})
-		}),
-		"GET /admin/v1/reconcile": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if rep := d.rec.Last(); rep != nil {
-				writeJSON(w, http.StatusOK, rep)
-				return
-			}
-			writeError(w, http.StatusNotFound, "not_found", "no reconciliation has completed since the daemon started")
-		}),
-	}
-}
-
-// reconcileNow is POST /admin/v1/reconcile?date=YYYYMMDD (default today):
-// reconcile that business day's counters and the stock now, and answer
-// the report (what `posedge journal rebuild-counters` prints).
-func (d *Daemon) reconcileNow(w http.ResponseWriter, r *http.Request) {
-	day := r.URL.Query().Get("date")
-	if day == "" {
-		day = d.ledger.Today()
-	}
-	if _, err := time.Parse("20060102", day); err != nil || len(day) != 8 {
-		writeError(w, http.StatusBadRequest, "invalid_date", "date must be YYYYMMDD")
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
-	defer cancel()
-	rep, err := d.rec.Run(ctx, []string{day})
-	switch {
-	case errors.Is(err, reconcile.ErrRunning):
-		w.Header().Set("Retry-After", "10")
-		writeError(w, http.StatusConflict, "reconcile_running", err.Error())
-	case errors.Is(err, reconcile.ErrRedisDown):
-		writeError(w, http.StatusServiceUnavailable, "redis_unavailable", err.Error())
-	case err != nil:
-		writeError(w, http.StatusInternalServerError, "internal", "reconciliation failed: "+err.Error())
-	default:
-		writeJSON(w, http.StatusOK, rep)
-	}
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, code int, errCode, msg string) {
-	writeJSON(w, code, map[string]any{"error": map[string]string{"code": errCode, "message": msg}})
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/config"
-	"github.com/posedge/posedge/edge/status"
+	"github.com/posedge/posedge/edge/health"
 )
 
 // NewRedis connects through the Sentinels (or to redis.addr) with short
@@ -31,9 +31,11 @@ func NewRedis(c *config.Config) redis.UniversalClient {
 	})
 }
 
-// redisFacts asks the Sentinels and the master what status needs.
-func redisFacts(ctx context.Context, c *config.Config, rdb redis.UniversalClient) status.RedisFacts {
-	f := status.RedisFacts{WantReplicas: c.Redis.Replicas, SentinelsAll: len(c.Redis.Sentinels)}
+// probeRedis asks the Sentinels and the master what status needs, and
+// times the master's calls: the fastest of them is the latency reported
+// (when even that one is slow, every call is).
+func probeRedis(ctx context.Context, c *config.Config, rdb redis.UniversalClient) health.Redis {
+	f := health.Redis{WantReplicas: c.Redis.Replicas, SentinelsAll: len(c.Redis.Sentinels)}
 	for _, a := range c.Redis.Sentinels {
 		sc := redis.NewSentinelClient(&redis.Options{Addr: a, Password: c.Redis.SentinelPassword,
 			DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
@@ -51,8 +53,16 @@ func redisFacts(ctx context.Context, c *config.Config, rdb redis.UniversalClient
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	info, err := rdb.Info(ctx, "replication", "memory").Result()
-	if err != nil {
+	timed := func(call func() error) error {
+		start := time.Now()
+		err := call()
+		if d := time.Since(start); err == nil && (f.Latency == 0 || d < f.Latency) {
+			f.Latency = d
+		}
+		return err
+	}
+	var info string
+	if err := timed(func() (err error) { info, err = rdb.Info(ctx, "replication", "memory").Result(); return err }); err != nil {
 		f.Error = err.Error()
 		return f
 	}
@@ -79,9 +89,11 @@ func redisFacts(ctx context.Context, c *config.Config, rdb redis.UniversalClient
 		f.Error = fmt.Sprintf("the node answering is a %s, not the master", fields["role"])
 		return f
 	}
-	if t, err := rdb.Time(ctx).Result(); err == nil {
+	var t time.Time
+	if err := timed(func() (err error) { t, err = rdb.Time(ctx).Result(); return err }); err == nil {
 		f.ClockSkew = time.Since(t)
 	}
-	f.OK = true
+	_ = timed(func() error { return rdb.Ping(ctx).Err() })
+	f.Reachable = true
 	return f
 }

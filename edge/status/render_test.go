@@ -34,7 +34,14 @@ func TestRenderGolden(t *testing.T) {
 	warn.Redis.Replicas = 1
 	warn.HQ.Connected, warn.HQ.Backlog, warn.HQ.OldestUnsynced = false, 87, ago(12*time.Minute)
 
+	stalled := healthy()
+	stalled.HQ.Backlog, stalled.HQ.OldestUnsynced = 40, ago(45*time.Second)
+	stalled.HQ.LastAckAt, stalled.HQ.AwaitingAckSince = ago(46*time.Second), ago(45*time.Second)
+	stalled.HQ.LastError = "nats: timeout waiting for ack"
+	stalled.Redis.Latency = 190 * time.Millisecond
+
 	cases := map[string]Report{
+		"hq-stalled":   Evaluate(stalled, thresholds()),
 		"ok":           Evaluate(healthy(), thresholds()),
 		"warn":         Evaluate(warn, thresholds()),
 		"crit":         Evaluate(worst, thresholds()),

@@ -77,6 +77,8 @@ type RedisFacts struct {
 	// MaxLagSeconds is the largest replication lag the master reports
 	// (seconds since a replica's last ack); 0 when none or unknown.
 	MaxLagSeconds int64
+	// Latency is the fastest of the last probe's calls; 0 when unknown.
+	Latency time.Duration
 }
 
 // HQFacts describe the link to headquarters.
@@ -88,6 +90,11 @@ type HQFacts struct {
 	OldestUnsynced *time.Time
 	LastError      string
 	RatePerSec     float64
+	// LastAckAt is when HQ last acknowledged a publish (or the outbox was
+	// found empty); AwaitingAckSince is when the oldest publish still
+	// awaiting an ack went out, nil when none does.
+	LastAckAt        *time.Time
+	AwaitingAckSince *time.Time
 }
 
 // JournalFacts describe the journal file and its disk.
@@ -108,7 +115,15 @@ type Thresholds struct {
 	CritFreeBytes  int64
 	QuotaBytes     int64
 	BacklogCritAge time.Duration
+	// RedisTimeout is redis.timeout: a Redis whose every call takes half
+	// of it is close to failing sales over to degraded mode.
+	RedisTimeout time.Duration
 }
+
+// StallAfter is how long a link to HQ that is up may go without any
+// publish acknowledged while a backlog waits before it counts as
+// unreachable (contract §1: hq.stalled).
+const StallAfter = 15 * time.Second
 
 // Report is the object `posedge status --json` prints (contract §1).
 type Report struct {
@@ -134,6 +149,8 @@ type RedisReport struct {
 	Sentinels  int    `json:"sentinels"`
 	UsedMemory int64  `json:"used_memory_bytes"`
 	MaxMemory  int64  `json:"maxmemory_bytes"`
+	// LatencyMS is the fastest call of the last probe, in milliseconds.
+	LatencyMS float64 `json:"latency_ms,omitempty"`
 }
 
 // HQReport is the report's hq object.
@@ -145,6 +162,10 @@ type HQReport struct {
 	OldestUnsyncedAgeSeconds int64   `json:"oldest_unsynced_age_seconds"`
 	RatePerSec               float64 `json:"replay_rate_per_second"`
 	LastError                string  `json:"last_error,omitempty"`
+	// Stalled: the link is up but no publish was acknowledged for
+	// StallAfter while a backlog waits; counted as unreachable.
+	Stalled   bool    `json:"stalled"`
+	LastAckAt *string `json:"last_ack_at,omitempty"`
 }
 
 // JournalReport is the report's journal object.
@@ -183,12 +204,18 @@ func Evaluate(f Facts, th Thresholds) Report {
 		add("daemon", OK, fmt.Sprintf("posedge %s up %s", f.Version, human(time.Duration(f.UptimeSeconds)*time.Second)), "")
 	}
 	r.Redis = RedisReport{OK: f.Redis.OK, Master: f.Redis.Master, Replicas: f.Redis.Replicas, Error: f.Redis.Error,
-		Sentinels: f.Redis.Sentinels, UsedMemory: f.Redis.UsedMemory, MaxMemory: f.Redis.MaxMemory}
+		Sentinels: f.Redis.Sentinels, UsedMemory: f.Redis.UsedMemory, MaxMemory: f.Redis.MaxMemory,
+		LatencyMS: float64(f.Redis.Latency.Microseconds()) / 1000}
+	stalledFor := stall(f)
 	r.HQ = HQReport{Connected: f.HQ.Connected, Backlog: f.HQ.Backlog, BacklogBytes: f.HQ.BacklogBytes,
-		RatePerSec: f.HQ.RatePerSec, LastError: f.HQ.LastError}
+		RatePerSec: f.HQ.RatePerSec, LastError: f.HQ.LastError, Stalled: stalledFor > 0}
 	if f.HQ.LastSyncAt != nil {
 		s := f.HQ.LastSyncAt.UTC().Format(time.RFC3339)
 		r.HQ.LastSyncAt = &s
+	}
+	if f.HQ.LastAckAt != nil {
+		s := f.HQ.LastAckAt.UTC().Format(time.RFC3339)
+		r.HQ.LastAckAt = &s
 	}
 	var oldestAge time.Duration
 	if f.HQ.OldestUnsynced != nil {
@@ -214,6 +241,15 @@ func Evaluate(f Facts, th Thresholds) Report {
 				"a replica is down or resyncing: check the replica redis-server services")
 		} else if f.Redis.OK {
 			add("replicas", OK, fmt.Sprintf("%d of %d replicas online%s", f.Redis.Replicas, f.Redis.WantReplicas, lagDetail(f.Redis.MaxLagSeconds)), "")
+		}
+		if f.Redis.OK && f.Redis.Latency > 0 {
+			lat := f.Redis.Latency.Round(time.Millisecond / 10)
+			if th.RedisTimeout > 0 && f.Redis.Latency >= th.RedisTimeout/2 {
+				add("redis_latency", Warn, fmt.Sprintf("Redis answers slowly: even its fastest call took %v (redis.timeout %v)", lat, th.RedisTimeout),
+					"calls that reach redis.timeout fail and sales go on in degraded mode; check the Redis host's load, disk and network")
+			} else {
+				add("redis_latency", OK, fmt.Sprintf("Redis answers in %v", lat), "")
+			}
 		}
 		if f.Redis.SentinelsAll > 0 {
 			// Informational: the contract lets no Sentinel rule turn a store
@@ -255,6 +291,13 @@ func Evaluate(f Facts, th Thresholds) Report {
 	}
 
 	switch {
+	case stalledFor > 0 && th.BacklogCritAge > 0 && oldestAge > th.BacklogCritAge:
+		add("hq", Crit, fmt.Sprintf("HQ link up but nothing acknowledged for %s; %d transactions waiting, oldest %s",
+			human(stalledFor), f.HQ.Backlog, human(oldestAge)),
+			"check the WAN and HQ (posedge-hq and its NATS server); sales are safe in the journal (posedge journal backup)")
+	case stalledFor > 0:
+		add("hq", Warn, fmt.Sprintf("HQ link up but nothing acknowledged for %s; %d transactions waiting", human(stalledFor), f.HQ.Backlog),
+			"check the WAN and HQ (posedge-hq and its NATS server); they are sent when HQ answers")
 	case !f.HQ.Connected && f.HQ.Backlog > 0 && th.BacklogCritAge > 0 && oldestAge > th.BacklogCritAge:
 		add("hq", Crit, fmt.Sprintf("HQ unreachable; %d transactions waiting, oldest %s", f.HQ.Backlog, human(oldestAge)),
 			"check the WAN and hq.nats_url; sales are safe in the journal (posedge journal backup)")
@@ -309,6 +352,22 @@ func Evaluate(f Facts, th Thresholds) Report {
 		}
 	}
 	return r
+}
+
+// stall is how long a link that is up has had no publish acknowledged
+// while a backlog waits, when that is at least StallAfter; else 0.
+func stall(f Facts) time.Duration {
+	if !f.HQ.Connected || f.HQ.Backlog == 0 || f.HQ.AwaitingAckSince == nil {
+		return 0
+	}
+	d := f.Now.Sub(*f.HQ.AwaitingAckSince)
+	if f.HQ.LastAckAt != nil && f.Now.Sub(*f.HQ.LastAckAt) < d {
+		d = f.Now.Sub(*f.HQ.LastAckAt)
+	}
+	if d < StallAfter {
+		return 0
+	}
+	return d
 }
 
 // terminalsDetail keeps the line short for a store with many tills:

@@ -27,7 +27,8 @@ func healthy() Facts {
 }
 
 func thresholds() Thresholds {
-	return Thresholds{WarnFreeBytes: 1 << 30, CritFreeBytes: 256 << 20, QuotaBytes: 2 << 30, BacklogCritAge: time.Hour}
+	return Thresholds{WarnFreeBytes: 1 << 30, CritFreeBytes: 256 << 20, QuotaBytes: 2 << 30, BacklogCritAge: time.Hour,
+		RedisTimeout: 300 * time.Millisecond}
 }
 
 // Every rule of contract §1, one at a time on an otherwise healthy store:
@@ -58,6 +59,15 @@ func TestEveryContractRule(t *testing.T) {
 		{"hq unreachable, backlog older than backlog_crit_age", func(f *Facts) {
 			f.HQ.Connected, f.HQ.Backlog, f.HQ.OldestUnsynced = false, 5000, ago(61*time.Minute)
 		}, Crit, "hq", "normal"},
+		{"hq link up, nothing acknowledged for 15 s while a backlog waits", func(f *Facts) {
+			f.HQ.Backlog, f.HQ.OldestUnsynced = 40, ago(45*time.Second)
+			f.HQ.LastAckAt, f.HQ.AwaitingAckSince = ago(50*time.Second), ago(StallAfter)
+		}, Warn, "hq", "normal"},
+		{"hq link up, stalled, backlog older than backlog_crit_age", func(f *Facts) {
+			f.HQ.Backlog, f.HQ.OldestUnsynced = 900, ago(61*time.Minute)
+			f.HQ.LastAckAt, f.HQ.AwaitingAckSince = ago(61*time.Minute), ago(61*time.Minute)
+		}, Crit, "hq", "normal"},
+		{"redis: every call near its timeout", func(f *Facts) { f.Redis.Latency = 160 * time.Millisecond }, Warn, "redis_latency", "normal"},
 		{"fewer replicas than redis.replicas", func(f *Facts) { f.Redis.Replicas = 1 }, Warn, "replicas", "normal"},
 		{"free disk under warn_free_bytes", func(f *Facts) { f.Journal.DiskFree = 900 << 20 }, Warn, "disk", "normal"},
 		{"free disk under crit_free_bytes", func(f *Facts) { f.Journal.DiskFree = 100 << 20 }, Crit, "disk", "normal"},
@@ -118,6 +128,15 @@ func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
 		"disk exactly at warn":               func(f *Facts) { f.Journal.DiskFree = 1 << 30 },
 		"unapplied rows (redis catching up)": func(f *Facts) { f.Journal.Unapplied = 3 },
 		"hq last error kept after reconnect": func(f *Facts) { f.HQ.LastError = "nats: timeout" },
+		"publish awaiting its ack for 14s":   func(f *Facts) { f.HQ.LastAckAt, f.HQ.AwaitingAckSince = ago(time.Hour), ago(14*time.Second) },
+		"acked 2s ago, a batch out for 20s":  func(f *Facts) { f.HQ.LastAckAt, f.HQ.AwaitingAckSince = ago(2*time.Second), ago(20*time.Second) },
+		"awaiting an ack, backlog empty": func(f *Facts) {
+			f.HQ.Backlog, f.HQ.OldestUnsynced, f.HQ.AwaitingAckSince = 0, nil, ago(time.Minute)
+		},
+		"nothing acked for an hour, nothing sent (throttled)": func(f *Facts) { f.HQ.LastAckAt, f.HQ.AwaitingAckSince = ago(time.Hour), nil },
+		"awaiting acks while disconnected (hq rule applies)":  func(f *Facts) { f.HQ.Connected, f.HQ.Backlog, f.HQ.AwaitingAckSince = false, 0, ago(time.Minute) },
+		"redis answering fast":                                func(f *Facts) { f.Redis.Latency = 800 * time.Microsecond },
+		"redis latency just under half its timeout":           func(f *Facts) { f.Redis.Latency = 149 * time.Millisecond },
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -198,6 +217,49 @@ func TestReplicationLagIsInformational(t *testing.T) {
 	for _, c := range r.Checks {
 		if c.Name == "replicas" && !strings.Contains(c.Detail, "lag up to 3 s") {
 			t.Fatalf("replicas detail %q", c.Detail)
+		}
+	}
+}
+
+// A hung HQ (link up, acks never come) is told apart from a WAN outage:
+// hq.stalled in the JSON, how long nothing was acknowledged, and advice
+// that names HQ as well as the WAN.
+func TestStalledLinkIsReported(t *testing.T) {
+	f := healthy()
+	f.HQ.LastError = "publish S001-1000000000000042: nats: timeout waiting for ack"
+	f.HQ.Backlog, f.HQ.OldestUnsynced = 40, ago(47*time.Second)
+	f.HQ.LastAckAt, f.HQ.AwaitingAckSince = ago(48*time.Second), ago(47*time.Second)
+	r := Evaluate(f, thresholds())
+	if r.Status != Warn || !r.HQ.Stalled || !r.HQ.Connected || r.HQ.LastAckAt == nil {
+		t.Fatalf("status %s, hq %+v", r.Status, r.HQ)
+	}
+	var hq Check
+	for _, c := range r.Checks {
+		if c.Name == "hq" {
+			hq = c
+		}
+	}
+	if !strings.Contains(hq.Detail, "nothing acknowledged for 47s") || !strings.Contains(hq.Detail, "40 transactions waiting") ||
+		!strings.Contains(hq.Hint, "check the WAN and HQ") {
+		t.Fatalf("hq check %+v", hq)
+	}
+	f.HQ.AwaitingAckSince = ago(10 * time.Second)
+	if r := Evaluate(f, thresholds()); r.Status != OK || r.HQ.Stalled {
+		t.Fatalf("a publish out for 10s: status %s, stalled %v", r.Status, r.HQ.Stalled)
+	}
+}
+
+// Slow Redis: WARN naming the latency seen and the timeout it nears.
+func TestSlowRedisShowsTheLatency(t *testing.T) {
+	f := healthy()
+	f.Redis.Latency = 212 * time.Millisecond
+	r := Evaluate(f, thresholds())
+	if r.Status != Warn || r.Redis.LatencyMS != 212 {
+		t.Fatalf("status %s, redis %+v", r.Status, r.Redis)
+	}
+	for _, c := range r.Checks {
+		if c.Name == "redis_latency" && !strings.Contains(c.Detail, "212ms (redis.timeout 300ms)") {
+			t.Fatalf("detail %q", c.Detail)
 		}
 	}
 }

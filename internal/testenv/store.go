@@ -45,6 +45,9 @@ type StoreOptions struct {
 	BatchSize int    // hq.batch_size, default 500
 	Extra     string // more top-level YAML for posedge.yaml
 	NoHQ      bool   // no posedge-hq process
+	// NATSProxy puts a FaultProxy between posedge and NATS (posedge-hq
+	// connects directly): Store.NATSProxy makes the WAN misbehave.
+	NATSProxy bool
 }
 
 // Store is a whole store on loopback: a Redis Sentinel topology, NATS with
@@ -55,6 +58,7 @@ type Store struct {
 	StoreID   string
 	Redis     *Redis
 	NATS      *NATS
+	NATSProxy *FaultProxy // with StoreOptions.NATSProxy
 	HQ        *Proc
 	HQDB      string
 	HQAdmin   string
@@ -87,6 +91,9 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 		client: &http.Client{Timeout: 15 * time.Second}}
 	s.Redis = StartRedis(t, RedisOptions{})
 	s.NATS = StartNATS(t)
+	if o.NATSProxy {
+		s.NATSProxy = StartFaultProxy(t, fmt.Sprintf("127.0.0.1:%d", s.NATS.Port))
+	}
 	t.Cleanup(s.Close)
 	if !o.NoHQ {
 		s.startHQ()
@@ -160,6 +167,10 @@ func (s *Store) writeConfig(o StoreOptions) {
 	for _, a := range s.Redis.SentinelAddrs() {
 		sents = append(sents, fmt.Sprintf("%q", a))
 	}
+	natsURL := s.NATS.URL()
+	if s.NATSProxy != nil {
+		natsURL = "nats://" + s.NATSProxy.Addr()
+	}
 	s.Config = filepath.Join(s.Dir, "posedge.yaml")
 	cfg := fmt.Sprintf(`store_id: %q
 timezone: "UTC"
@@ -172,7 +183,7 @@ log: {level: "debug"}
 terminals:
 %s%s
 %s`, s.StoreID, edgePort, adminPort, strings.Join(sents, ", "), MasterName, filepath.Join(s.Dir, "journal.db"),
-		s.NATS.URL(), o.BatchSize, terms.String(), limits, o.Extra)
+		natsURL, o.BatchSize, terms.String(), limits, o.Extra)
 	if err := os.WriteFile(s.Config, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
 	}

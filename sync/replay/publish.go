@@ -102,6 +102,9 @@ func (r *Replayer) send(ctx context.Context, l *link, rows []journal.Outgoing) *
 	r.mu.Lock()
 	r.st.Sent += uint64(len(rows) - countErrs(f.results))
 	r.mu.Unlock()
+	if r.cfg.Health != nil && countErrs(f.results) < len(rows) {
+		r.cfg.Health.HQPublished(f.start)
+	}
 	return f
 }
 

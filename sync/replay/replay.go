@@ -76,6 +76,16 @@ type Config struct {
 	// Location is the store's time zone, in which business days change
 	// (and the day's manifest is published); default time.Local.
 	Location *time.Location
+	// Health learns when publishes go out and are acknowledged, so a
+	// link that is up but hung is seen (edge/health.Tracker); may be nil.
+	Health HealthReporter
+}
+
+// HealthReporter is told how the link to HQ does as it happens.
+type HealthReporter interface {
+	HQPublished(at time.Time) // a batch went out; its acks are awaited
+	HQAcked(at time.Time)     // HQ acknowledged publishes, or nothing was left to send
+	HQLinkDown()              // the connection is lost; what awaited an ack is resent later
 }
 
 func (c *Config) defaults() {
@@ -303,6 +313,9 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 			if err := errors.Join(r.land(ctx), r.settle()); err != nil && ctx.Err() == nil {
 				r.setError(err)
 			}
+			if r.cfg.Health != nil {
+				r.cfg.Health.HQLinkDown()
+			}
 			sleep(ctx, r.cfg.Idle, r.wake)
 			continue
 		}
@@ -377,6 +390,9 @@ func (r *Replayer) clearError() {
 // synced records n rows acked (0: the outbox was found empty).
 func (r *Replayer) synced(n int) {
 	now := time.Now()
+	if r.cfg.Health != nil {
+		r.cfg.Health.HQAcked(now)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.st.LastSyncAt = &now
