@@ -20,7 +20,7 @@ import (
 func TestAdminJobRoutes(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	rec := reconcile.New(reconcile.Config{Retention: 24 * time.Hour}, e.ledger, e.rdb, e.j, log, prometheus.NewRegistry())
+	rec := reconcile.New(reconcile.Config{Retention: 24 * time.Hour}, e.ledger, e.j, log, prometheus.NewRegistry())
 	nats := testenv.StartNATS(t)
 	rp, err := replay.New(replay.Config{StoreID: "S1", NATSURL: nats.URL()}, e.j, nil, log, nil)
 	if err != nil {
