@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -85,7 +86,7 @@ func rebuildCounters(ctx context.Context, args []string, stdout io.Writer) error
 		return &exitError{code: 2, err: fmt.Errorf("usage: posedge journal rebuild-counters [--date YYYYMMDD] --config FILE")}
 	}
 	if *date != "" {
-		if _, err := time.Parse("20060102", *date); err != nil || len(*date) != 8 {
+		if !businessday.Valid(*date) {
 			return &exitError{code: 2, err: fmt.Errorf("--date must be YYYYMMDD, got %q", *date)}
 		}
 	}

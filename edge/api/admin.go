@@ -7,12 +7,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/businessday"
 )
 
 // AdminDeps are what the admin API needs.
@@ -31,8 +31,6 @@ type AdminDeps struct {
 	Log       *slog.Logger
 	HTTP      *HTTPMetrics // may be nil
 }
-
-var dateRE = regexp.MustCompile(`^[0-9]{8}$`)
 
 // NewAdmin returns the admin API handler.
 func NewAdmin(d AdminDeps) http.Handler {
@@ -214,7 +212,7 @@ func (a *adminAPI) date(w http.ResponseWriter, r *http.Request) (string, bool) {
 	if d == "" {
 		return a.Ledger.Today(), true
 	}
-	if _, err := time.Parse("20060102", d); err != nil || !dateRE.MatchString(d) {
+	if !businessday.Valid(d) {
 		writeError(w, http.StatusBadRequest, "invalid_date", "date must be YYYYMMDD")
 		return "", false
 	}

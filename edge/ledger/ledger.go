@@ -100,8 +100,10 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	if cfg.Location == nil {
 		cfg.Location = time.UTC
 	}
-	if cfg.RedisTimeout == 0 {
-		cfg.RedisTimeout = 300 * time.Millisecond
+	if cfg.RedisTimeout <= 0 {
+		// One default, in edge/config (redis.timeout): a second one here
+		// would drift from it.
+		return nil, fmt.Errorf("ledger: RedisTimeout must be set (config redis.timeout)")
 	}
 	if cfg.WaitTimeout <= 0 {
 		cfg.WaitTimeout = 100 * time.Millisecond // WAIT 0 would block for ever
