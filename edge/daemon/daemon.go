@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 // fallback limiter's rate, so a trickle of sales never exhausts the
 // budget a backlog will need (see replay.Config.Pace).
 func syncPace(cfg *config.Config) time.Duration {
-	p := cfg.Limits.Actions["sync"]
+	p := cfg.Limits.Actions[ratelimit.ActionSync]
 	n := int(float64(p.Limit) * cfg.Limits.FallbackFraction)
 	if n < 1 {
 		n = 1

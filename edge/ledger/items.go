@@ -116,7 +116,7 @@ func (l *Ledger) NewToken(ctx context.Context, term string) (*Token, error) {
 func (l *Ledger) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	err := l.rdb.Set(ctx, l.k.p+"alive", l.owner, time.Minute).Err()
+	err := l.rdb.Set(ctx, l.k.alive(), l.owner, time.Minute).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}
