@@ -186,12 +186,15 @@ start_redis() {
 		# rewrites the file it was started from (CONFIG REWRITE after a
 		# failover), which must never be a tracked file; on heal the node
 		# starts again from what Sentinel last wrote there.
-		{
-			cat "$ROOT/configs/$conf"
-			printf '\n# scripts/demo.sh\nport %s\nbind 127.0.0.1\ndir %s\npidfile %s\nlogfile ""\n' \
-				"${REDIS_PORTS[i]}" "$D/redis$i" "$D/redis$i/redis.pid"
-			[ $i -eq 0 ] || printf 'replicaof 127.0.0.1 %s\n' "${REDIS_PORTS[0]}"
-		} >"$D/redis$i/redis.conf"
+		sed -e "s/^port .*/port ${REDIS_PORTS[i]}/" \
+			-e "s/^bind .*/bind 127.0.0.1/" \
+			-e "s|^pidfile .*|pidfile $D/redis$i/redis.pid|" \
+			-e 's|^logfile .*|logfile ""|' \
+			-e "s|^dir .*|dir $D/redis$i|" \
+			-e "s/^replicaof .*/replicaof 127.0.0.1 ${REDIS_PORTS[0]}/" \
+			"$ROOT/configs/$conf" >"$D/redis$i/redis.conf"
+		grep -q "^port ${REDIS_PORTS[i]}\$" "$D/redis$i/redis.conf" ||
+			die "configs/$conf: no 'port' line to adapt"
 		start "redis$i" redis-server "$D/redis$i/redis.conf"
 		wait_for 10 "redis$i" redis-cli -p "${REDIS_PORTS[i]}" ping
 	done
