@@ -50,7 +50,7 @@ type apiSpec struct {
 	ops map[string]*v3.Operation
 }
 
-func loadSpec(t *testing.T) *apiSpec {
+func loadSpec(t testing.TB) *apiSpec {
 	t.Helper()
 	b, err := os.ReadFile(specFile)
 	if err != nil {
@@ -347,61 +347,56 @@ func (x *oaRun) do(c oaCase) resp {
 	if r.status != c.status || (c.code != "" && r.code() != c.code) {
 		t.Errorf("%s: got %d %s, want %d %s", name, r.status, body, c.status, c.code)
 	}
-	if c.unknown {
-		x.checkError(name, r)
-		return r
+	if key := x.s.checkAnswer(t, c.srv.listener, x.request(c), res, body); key != "" {
+		x.covered[key+" "+strconv.Itoa(r.status)] = true
 	}
-	x.covered[c.method+" "+tpl+" "+strconv.Itoa(r.status)] = true
-	res.Body = io.NopCloser(bytes.NewReader(body))
-	if ok, errs := x.s.v.ValidateHttpResponse(x.request(c), res); !ok {
-		for _, e := range errs {
-			t.Errorf("%s: answer %d does not match the description: %s (body %s)", name, r.status, describe(e.Message, e.Reason, e.SchemaValidationErrors), body)
-		}
-	}
-	x.checkHeaders(name, c.method+" "+tpl, r)
 	return r
 }
 
-// checkHeaders: every header of the answer is one HTTP itself sets or one
-// the description names for that status.
-func (x *oaRun) checkHeaders(name, key string, r resp) {
-	op := x.s.ops[key]
-	dr, ok := op.Responses.Codes.Get(strconv.Itoa(r.status))
-	if !ok {
-		return // the validator has reported the undescribed status
-	}
-	for h := range r.header {
-		switch h {
-		case "Content-Type", "Content-Length", "Date":
-			continue
+// checkAnswer checks one answer against the description: its status,
+// headers and body for a described path (it returns "METHOD /template"),
+// or a 404 not_found ErrorBody, never a redirect, for any other path.
+func (s *apiSpec) checkAnswer(t testing.TB, listener string, req *http.Request, res *http.Response, body []byte) string {
+	t.Helper()
+	name := req.Method + " " + req.URL.RequestURI()
+	tpl := s.template(listener, req.Method, req.URL.Path)
+	if tpl == "" {
+		sch, ok := s.model.Components.Schemas.Get("ErrorBody")
+		if !ok {
+			t.Fatal("no components.schemas.ErrorBody")
 		}
-		found := false
-		if dr.Headers != nil {
-			for dh := range dr.Headers.KeysFromOldest() {
-				if strings.EqualFold(dh, h) {
-					found = true
+		if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(sch.Schema(), body); !ok || res.StatusCode != http.StatusNotFound {
+			t.Errorf("%s (no such %s path): %d %s, want 404 not_found %v", name, listener, res.StatusCode, body, errs)
+		}
+		return ""
+	}
+	res.Body = io.NopCloser(bytes.NewReader(body))
+	if ok, errs := s.v.ValidateHttpResponse(req, res); !ok {
+		for _, e := range errs {
+			t.Errorf("%s: answer %d does not match the description: %s (body %s)", name, res.StatusCode, describe(e.Message, e.Reason, e.SchemaValidationErrors), body)
+		}
+	}
+	key := req.Method + " " + tpl
+	// Every header of the answer is one HTTP itself sets or one the
+	// description names for that status.
+	if dr, ok := s.ops[key].Responses.Codes.Get(strconv.Itoa(res.StatusCode)); ok {
+		for h := range res.Header {
+			switch h {
+			case "Content-Type", "Content-Length", "Date":
+				continue
+			}
+			found := false
+			if dr.Headers != nil {
+				for dh := range dr.Headers.KeysFromOldest() {
+					found = found || strings.EqualFold(dh, h)
 				}
 			}
+			if !found {
+				t.Errorf("%s: answer %d has header %s, which the description does not name", name, res.StatusCode, h)
+			}
 		}
-		if !found {
-			x.t.Errorf("%s: answer %d has header %s, which the description does not name", name, r.status, h)
-		}
 	}
-}
-
-// checkError validates an answer to an undescribed path: 404 not_found
-// in the shape of every error.
-func (x *oaRun) checkError(name string, r resp) {
-	sch, ok := x.s.model.Components.Schemas.Get("ErrorBody")
-	if !ok {
-		x.t.Fatal("no components.schemas.ErrorBody")
-	}
-	if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(sch.Schema(), r.body); !ok {
-		x.t.Errorf("%s: %s is not an ErrorBody: %v", name, r.body, errs)
-	}
-	if r.status/100 == 3 {
-		x.t.Errorf("%s: a redirect (%d %s)", name, r.status, r.header.Get("Location"))
-	}
+	return key
 }
 
 // notProvoked are the described statuses this test cannot cause through
