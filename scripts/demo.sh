@@ -72,7 +72,10 @@ start() {
 # restart I: starts process I again with its command line (heal).
 restart() {
 	local i=$1
-	eval "setsid ${CMDS[i]}" >>"$LOGS/${NAMES[i]}.log" 2>&1 </dev/null &
+	# As in start: setsid itself in the background, so that $! is the id
+	# of the new process group (eval ... & would be a subshell's).
+	eval "set -- ${CMDS[i]}"
+	setsid "$@" >>"$LOGS/${NAMES[i]}.log" 2>&1 </dev/null &
 	PIDS[i]=$!
 	echo "$!" >>"$D/pids"
 	echo "$!" >"$D/pid.${NAMES[i]}"
