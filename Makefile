@@ -89,5 +89,6 @@ demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) w
 bench: ## benchmarks of every package (BENCHTIME=2s)
 	go test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
 
-clean: ## remove ./bin, ./dist and ./.demo
+clean: ## stop what a demo left running; remove ./bin, ./dist and ./.demo
+	@[ ! -f .demo/pids ] || ./scripts/demo.sh stop
 	rm -rf bin dist .demo

@@ -15,6 +15,7 @@
 #   scripts/demo.sh fault stop-redis    kill every Redis server (degraded mode)
 #   scripts/demo.sh fault wan-down      kill NATS (HQ unreachable, backlog grows)
 #   scripts/demo.sh fault heal          restart whatever stopped
+#   scripts/demo.sh stop                stop what an earlier demo left running
 #
 # Redis and Sentinel run from copies of configs/ under .demo/ (Redis and
 # Sentinel rewrite their config files), so the tree stays clean.
@@ -370,11 +371,17 @@ fault() {
 
 # --- main ---------------------------------------------------------------
 
-if [ "${1:-}" = fault ]; then
+case "${1:-}" in
+fault)
 	shift
 	fault "$@"
 	exit 0
-fi
+	;;
+stop) # make clean: stop what a demo killed with SIGKILL left running
+	stop_leftovers
+	exit 0
+	;;
+esac
 
 cd "$ROOT"
 mkdir -p "$D"
