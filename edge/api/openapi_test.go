@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
@@ -39,9 +40,10 @@ import (
 // checked against, so the documentation cannot drift from the server.
 const specFile = "../../docs/openapi.yaml"
 
-// routeSources are the files that register routes on the two listeners;
-// every pattern they register must be described in specFile.
-var routeSources = map[string]string{"terminal": "terminal.go", "admin": "admin.go", "daemon": "../daemon/daemon.go"}
+// routeSources are the packages that register routes on the two
+// listeners (edge/daemon adds admin routes to NewAdmin); every pattern
+// they register must be described in specFile.
+var routeSources = map[string]string{"api": ".", "daemon": "../daemon"}
 
 type apiSpec struct {
 	v     validator.Validator
@@ -203,24 +205,34 @@ func describe(msg, reason string, fails any) string {
 }
 
 // registeredRoutes reads the mux patterns ("METHOD /path") the route
-// sources register: string literals that are patterns.
+// sources register: string literals of their non-test files that are
+// patterns. It maps each to the source that registers it.
 func registeredRoutes(t *testing.T) map[string]string {
 	t.Helper()
 	pat := regexp.MustCompile(`^(GET|POST|PUT|DELETE|PATCH|HEAD) /[^ ]*$`)
 	out := map[string]string{}
-	for who, file := range routeSources {
-		f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+	for who, dir := range routeSources {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if s, err := strconv.Unquote(lit.Value); err == nil && pat.MatchString(s) {
-					out[s] = who
-				}
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
 			}
-			return true
-		})
+			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					if s, err := strconv.Unquote(lit.Value); err == nil && pat.MatchString(s) {
+						out[s] = who
+					}
+				}
+				return true
+			})
+		}
 	}
 	return out
 }
