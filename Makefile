@@ -95,5 +95,6 @@ bench-pkg: ## the per-package go test benchmarks (BENCHTIME=2s)
 profile: ## pprof CPU and allocation summaries of the lookup, sale, replay and ingest paths into docs/perf/
 	./scripts/profile.sh docs/perf
 
-clean: ## remove ./bin, ./dist and ./.demo
+clean: ## stop what a demo left running; remove ./bin, ./dist and ./.demo
+	@[ ! -f .demo/pids ] || ./scripts/demo.sh stop
 	rm -rf bin dist .demo
