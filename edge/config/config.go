@@ -395,7 +395,7 @@ func (c *Config) Validate() error {
 		}
 		checkPolicy("limits.actions."+k, c.Limits.Actions[k])
 	}
-	if c.Limits.FallbackFraction <= 0 || c.Limits.FallbackFraction > 1 {
+	if !(c.Limits.FallbackFraction > 0 && c.Limits.FallbackFraction <= 1) { // NaN too
 		add("limits.fallback_fraction", "must be in (0, 1], got %v", c.Limits.FallbackFraction)
 	}
 	if len(c.Terminals) == 0 {

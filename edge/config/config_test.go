@@ -59,6 +59,7 @@ func TestParseRejects(t *testing.T) {
 		{"bad duration", "hq: {nats_url: \"nats://x:1\", backlog_crit_age: \"soon\"}\n", []string{"hq.backlog_crit_age: not a duration"}},
 		{"unknown action and bad limit", "limits:\n  actions:\n    dance: {limit: 1, window: \"1s\"}\n    pay: {limit: 0, window: \"1s\"}\n", []string{"limits.actions.dance", "limits.actions.pay.limit"}},
 		{"fraction", "limits: {fallback_fraction: 1.5}\n", []string{"limits.fallback_fraction"}},
+		{"fraction not a number", "limits: {fallback_fraction: .nan}\n", []string{"limits.fallback_fraction"}},
 		{"node id and tz", "node_id: 12\ntimezone: \"Mars/Olympus\"\n", []string{"node_id", "timezone"}},
 		{"tls half", "tls: {cert_file: \"/a\"}\n", []string{"tls"}},
 		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},

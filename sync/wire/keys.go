@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -13,16 +14,18 @@ import (
 // fields are the keys of one JSON object that a decoder maps to struct
 // fields, and the fields of the objects below some of them.
 type fields struct {
-	names []string
-	below map[string]*fields // the object (or the array of objects) under a key
+	names   []string
+	numbers []string           // keys that must be present, each with a number (not null, not a string)
+	below   map[string]*fields // the object (or the array of objects) under a key
 }
 
 var (
-	lineFields = &fields{names: []string{"barcode", "qty", "price_cents"}}
+	lineFields = &fields{names: []string{"barcode", "qty", "price_cents"}, numbers: []string{"qty", "price_cents"}}
 	txnFields  = &fields{
 		names: []string{"flow_no", "store_id", "terminal_id", "kind", "total_cents", "tender",
 			"created_at", "occurred_at", "original_flow_no", "lines"},
-		below: map[string]*fields{"lines": lineFields},
+		numbers: []string{"total_cents"},
+		below:   map[string]*fields{"lines": lineFields},
 	}
 )
 
@@ -59,6 +62,7 @@ func walk(d *json.Decoder, f *fields, depth int) error {
 	if !ok {
 		return nil
 	}
+	seen := map[string]string{} // folded key → key
 	switch delim {
 	case '[':
 		for d.More() {
@@ -67,7 +71,6 @@ func walk(d *json.Decoder, f *fields, depth int) error {
 			}
 		}
 	case '{':
-		seen := map[string]string{} // folded key → key
 		for d.More() {
 			kt, err := d.Token()
 			if err != nil {
@@ -80,6 +83,16 @@ func walk(d *json.Decoder, f *fields, depth int) error {
 			}
 			seen[fk] = k
 			var sub *fields
+			if f != nil && slices.Contains(f.numbers, k) {
+				vt, err := d.Token()
+				if err != nil {
+					return err
+				}
+				if _, ok := vt.(json.Number); !ok {
+					return fmt.Errorf("%s: %v is not a number", k, vt)
+				}
+				continue
+			}
 			if f != nil {
 				for _, n := range f.names {
 					if strings.EqualFold(n, k) && n != k {
@@ -94,7 +107,15 @@ func walk(d *json.Decoder, f *fields, depth int) error {
 		}
 	}
 	_, err = d.Token() // the closing delimiter
-	return err
+	if err != nil || delim != '{' || f == nil {
+		return err
+	}
+	for _, n := range f.numbers {
+		if seen[fold(n)] != n {
+			return fmt.Errorf("%s missing", n)
+		}
+	}
+	return nil
 }
 
 // fold maps each rune of s to the smallest rune of its case-folding orbit,
