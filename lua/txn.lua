@@ -185,8 +185,12 @@ local counters = {
   {KEYS[3], 'x:' .. tender .. ':' .. n, {0, 1}}, {KEYS[3], 'x:' .. tender .. ':' .. c, total},
   {KEYS[4], hour .. ':' .. n, {0, 1}}, {KEYS[4], hour .. ':' .. c, total},
 }
-for _, k in ipairs(counters) do
-  local cur = stored(k[1], k[2])
+local day = redis.call('HMGET', KEYS[3], counters[1][2], counters[2][2], counters[3][2], counters[4][2])
+local hr = redis.call('HMGET', KEYS[4], counters[5][2], counters[6][2])
+local now = {day[1], day[2], day[3], day[4], hr[1], hr[2]}
+for i, k in ipairs(counters) do
+  local cur = ZERO
+  if now[i] then cur = int(now[i]) end
   if not cur then return {'corrupt', k[1], k[2]} end
   if not inRange(add(cur, k[3])) then return {'counter_overflow', k[1], k[2]} end
 end
