@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -232,5 +234,41 @@ func TestTxnScriptAcceptsTotalAtTheBound(t *testing.T) {
 	}
 	if got := rdb.HGet(ctx, kDaily, "t:T01:sales_cents").Val(); got != "100000000000" {
 		t.Fatalf("sales cents %q", got)
+	}
+}
+
+// BenchmarkTxnScript is one sale of three lines through txn.lua on a
+// single Redis: the cost of the script's checks (make bench).
+func BenchmarkTxnScript(b *testing.B) {
+	rdb := testenv.StartRedisSingle(b).NodeClient(0)
+	ctx := context.Background()
+	for _, bc := range []string{"A1", "B2", "C3"} {
+		rdb.HSet(ctx, item(bc), "name", bc, "price_cents", "100", "stock", "1000000000000")
+	}
+	s := MustScript("txn.lua")
+	b.ResetTimer()
+	for i := range b.N {
+		keys := []string{fmt.Sprintf("pe:{S}:idem:T01:k%d", i), kSeq, kDaily, kHourly, "pe:{S}:token:k", kRefunded,
+			item("A1"), item("B2"), item("C3")}
+		res, err := s.Run(ctx, rdb, keys, "sale", "T01", "fp", "cash", "600", "10", "o", "1764590400000", "0", "86400",
+			`"store_id":"S"}`, "0", "", "3", "A1", "1", "0", "0", "B2", "2", "0", "0", "C3", "3", "0", "0").Slice()
+		if err != nil || res[0] != "ok" {
+			b.Fatalf("%v %v", res, err)
+		}
+	}
+	b.StopTimer()
+	// Redis's own time per script call, apart from the network and a
+	// busy machine's scheduling.
+	info := rdb.Info(ctx, "commandstats").Val()
+	for _, l := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(l, "cmdstat_evalsha:"); ok {
+			for _, kv := range strings.Split(strings.TrimSpace(rest), ",") {
+				if v, ok := strings.CutPrefix(kv, "usec_per_call="); ok {
+					if f, err := strconv.ParseFloat(v, 64); err == nil {
+						b.ReportMetric(f, "redis-µs/op")
+					}
+				}
+			}
+		}
 	}
 }
