@@ -8,6 +8,7 @@ CMDS      := ./cmd/posedge ./cmd/posedge-hq ./cmd/posedge-sim
 # os/arch[/GOARM]: the store boxes we ship to (armv7 routers included).
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/7 windows/amd64
 BENCHTIME ?= 2s
+FUZZTIME  ?= 60s
 
 # Packages: a version dpkg and rpm accept (starts with a digit; a git
 # describe such as 307b91d-dirty becomes 0.0.0~git307b91d.dirty), and the
@@ -23,7 +24,7 @@ NFPM        := $(TOOLS)/nfpm
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-long test-tools check cross package demo bench bench-pkg profile clean
+.PHONY: help build test test-long test-tools check cross package demo bench bench-pkg profile fuzz clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +32,8 @@ help: ## list the targets
 build: ## build posedge, posedge-hq and posedge-sim into ./bin/
 	go build $(LDFLAGS) -o bin/ $(CMDS)
 
+# go test runs every fuzz target over its seed corpus (f.Add and
+# testdata/fuzz/); `make fuzz` explores beyond it.
 test: ## the CI gate: go vet, every test (starts its own Redis, Sentinel, NATS), then test-tools
 	go vet ./...
 	go test -p 1 -count=1 -timeout 45m -skip '^TestTool' ./...
@@ -94,6 +97,9 @@ bench-pkg: ## the per-package go test benchmarks (BENCHTIME=2s)
 
 profile: ## pprof CPU and allocation summaries of the lookup, sale, replay and ingest paths into docs/perf/
 	./scripts/profile.sh docs/perf
+
+fuzz: ## every fuzz target for FUZZTIME each (default 60s), one at a time: executions and crashes per target
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 clean: ## stop what a demo left running; remove ./bin, ./dist and ./.demo
 	@[ ! -f .demo/pids ] || ./scripts/demo.sh stop

@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // ErrNoConfig means the config file does not exist, as opposed to a file
@@ -82,6 +83,10 @@ type Config struct {
 		CertFile string `yaml:"cert_file"`
 		KeyFile  string `yaml:"key_file"`
 	} `yaml:"tls"`
+	// MaxSaleCents bounds every price, line (qty × price_cents) and total
+	// of one sale or refund (contract §2); 1..wire.MaxSaleCentsLimit.
+	MaxSaleCents int64 `yaml:"max_sale_cents"`
+
 	Admin struct {
 		Listen    string `yaml:"listen"`
 		TokenFile string `yaml:"token_file"`
@@ -147,6 +152,7 @@ func Defaults() Config {
 	var c Config
 	c.Timezone = "UTC"
 	c.Listen = "0.0.0.0:8080"
+	c.MaxSaleCents = wire.DefaultMaxSaleCents
 	c.Admin.Listen = "127.0.0.1:8081"
 	c.Redis.MasterName = "posedge"
 	c.Redis.Replicas = 2
@@ -292,6 +298,9 @@ func (c *Config) Validate() error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		add("tls", "cert_file and key_file go together: give both or neither")
 	}
+	if c.MaxSaleCents < 1 || c.MaxSaleCents > wire.MaxSaleCentsLimit {
+		add("max_sale_cents", "must be 1-%d (so that sums of lines never overflow), got %d", wire.MaxSaleCentsLimit, c.MaxSaleCents)
+	}
 	if c.Admin.TokenFile == "" && !IsLoopback(c.Admin.Listen) {
 		add("admin.token_file", "required because admin.listen %q is not a loopback address", c.Admin.Listen)
 	}
@@ -381,7 +390,7 @@ func (c *Config) Validate() error {
 		}
 		checkPolicy("limits.actions."+k, c.Limits.Actions[k])
 	}
-	if c.Limits.FallbackFraction <= 0 || c.Limits.FallbackFraction > 1 {
+	if !(c.Limits.FallbackFraction > 0 && c.Limits.FallbackFraction <= 1) { // NaN too
 		add("limits.fallback_fraction", "must be in (0, 1], got %v", c.Limits.FallbackFraction)
 	}
 	if len(c.Terminals) == 0 {

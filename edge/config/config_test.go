@@ -30,6 +30,9 @@ func TestParseMinimalGetsContractDefaults(t *testing.T) {
 	if *c.Redis.MinReplicasAck != 1 || c.HQ.BatchSize != 500 || c.HQ.SubjectPrefix != "pos.txn" || c.Timezone != "UTC" {
 		t.Errorf("defaults not applied: %+v", c)
 	}
+	if c.MaxSaleCents != 100_000_000_000 {
+		t.Errorf("max_sale_cents default %d", c.MaxSaleCents)
+	}
 	if c.HQ.BacklogCritAge.D() != time.Hour || c.Journal.WarnFreeBytes != 1<<30 {
 		t.Errorf("defaults not applied: %+v", c)
 	}
@@ -56,11 +59,15 @@ func TestParseRejects(t *testing.T) {
 		{"bad duration", "hq: {nats_url: \"nats://x:1\", backlog_crit_age: \"soon\"}\n", []string{"hq.backlog_crit_age: not a duration"}},
 		{"unknown action and bad limit", "limits:\n  actions:\n    dance: {limit: 1, window: \"1s\"}\n    pay: {limit: 0, window: \"1s\"}\n", []string{"limits.actions.dance", "limits.actions.pay.limit"}},
 		{"fraction", "limits: {fallback_fraction: 1.5}\n", []string{"limits.fallback_fraction"}},
+		{"fraction not a number", "limits: {fallback_fraction: .nan}\n", []string{"limits.fallback_fraction"}},
 		{"node id and tz", "node_id: 12\ntimezone: \"Mars/Olympus\"\n", []string{"node_id", "timezone"}},
 		{"tls half", "tls: {cert_file: \"/a\"}\n", []string{"tls"}},
 		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},
 		{"min ack", "redis: {sentinels: [\"127.0.0.1:1\"], replicas: 1, min_replicas_ack: 2}\n", []string{"redis.min_replicas_ack"}},
 		{"retention", "journal: {path: \"/x\", retention: \"1h\"}\n", []string{"journal.retention"}},
+		{"max sale zero", "max_sale_cents: 0\n", []string{"max_sale_cents: must be 1-1000000000000000"}},
+		{"max sale negative", "max_sale_cents: -5\n", []string{"max_sale_cents: must be"}},
+		{"max sale above the bound", "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents: must be"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
