@@ -20,7 +20,7 @@ const guide = "../docs/terminal-api.md"
 // in the demo's format, and every curl fails on a 4xx or 5xx.
 func TestTerminalGuideExamplesRun(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
-		t.Skip("curl is not installed; the guide's examples are curl commands")
+		t.Fatal("curl is not installed (.ci/run installs it): the guide's examples are curl commands and must run")
 	}
 	b, err := os.ReadFile(guide)
 	if err != nil {
