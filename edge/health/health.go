@@ -15,6 +15,9 @@ type Redis struct {
 	Replicas      int // online replicas of the master
 	WantReplicas  int // redis.replicas
 	MaxLagSeconds int64
+	// DownReplicas are the replicas the Sentinels know but see down or
+	// disconnected (host:port), so a technician knows which one to look at.
+	DownReplicas []string
 	Sentinels     int // sentinels that answered
 	SentinelsAll  int // sentinels configured
 	UsedMemory    int64
@@ -160,7 +163,7 @@ func (s Snapshot) Facts(now time.Time) status.Facts {
 	f.Redis = status.RedisFacts{OK: r.Reachable, Master: r.Master, Replicas: r.Replicas, WantReplicas: r.WantReplicas,
 		SentinelsAll: r.SentinelsAll, Error: r.Error,
 		UsedMemory: r.UsedMemory, MaxMemory: r.MaxMemory, Sentinels: r.Sentinels, ClockSkew: r.ClockSkew,
-		MaxLagSeconds: r.MaxLagSeconds, Latency: r.Latency}
+		MaxLagSeconds: r.MaxLagSeconds, Latency: r.Latency, DownReplicas: r.DownReplicas}
 	if r.CheckedAt.IsZero() {
 		f.Redis.Error = "not probed yet"
 	}

@@ -77,6 +77,8 @@ type RedisFacts struct {
 	// MaxLagSeconds is the largest replication lag the master reports
 	// (seconds since a replica's last ack); 0 when none or unknown.
 	MaxLagSeconds int64
+	// DownReplicas names the replicas the Sentinels see down (host:port).
+	DownReplicas []string
 	// Latency is the fastest of the last probe's calls; 0 when unknown.
 	Latency time.Duration
 }
@@ -191,7 +193,12 @@ type Check struct {
 func Evaluate(f Facts, th Thresholds) Report {
 	r := Report{Version: f.Version, StoreID: f.StoreID, UptimeSeconds: f.UptimeSeconds, Mode: "normal",
 		GeneratedAt: f.Now.UTC().Format(time.RFC3339)}
-	if f.Degraded || (f.DaemonUp && !f.Redis.OK) {
+	switch {
+	case !f.DaemonUp:
+		// Only the daemon knows its mode; the offline report must not
+		// claim "normal" for a store that is not answering at all.
+		r.Mode = "unknown"
+	case f.Degraded || !f.Redis.OK:
 		r.Mode = "degraded"
 	}
 	add := func(name, level, detail, hint string) {
@@ -237,8 +244,12 @@ func Evaluate(f Facts, th Thresholds) Report {
 			add("redis", OK, "master "+f.Redis.Master+" answers and takes writes", "")
 		}
 		if f.Redis.OK && f.Redis.Replicas < f.Redis.WantReplicas {
-			add("replicas", Warn, fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas),
-				"a replica is down or resyncing: check the replica redis-server services")
+			detail := fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas)
+			if len(f.Redis.DownReplicas) > 0 {
+				detail += "; down: " + strings.Join(f.Redis.DownReplicas, ", ")
+			}
+			add("replicas", Warn, detail,
+				"a replica is down or resyncing: check the redis-server service of the replica named")
 		} else if f.Redis.OK {
 			add("replicas", OK, fmt.Sprintf("%d of %d replicas online%s", f.Redis.Replicas, f.Redis.WantReplicas, lagDetail(f.Redis.MaxLagSeconds)), "")
 		}
@@ -283,9 +294,14 @@ func Evaluate(f Facts, th Thresholds) Report {
 		} else {
 			add("mode", OK, "normal", "")
 		}
-		if f.FallbackActive {
+		switch {
+		case f.FallbackActive && !f.Redis.OK:
 			add("limiter", OK, "local fallback limiter active (Redis unreachable)", "")
-		} else {
+		case f.FallbackActive:
+			// The fallback is held one full window after Redis returns, on
+			// purpose: a flapping Redis must not reset every till's budget.
+			add("limiter", OK, "local fallback limiter held one window after Redis returned (deliberate)", "")
+		default:
 			add("limiter", OK, fmt.Sprintf("%d requests denied since start", f.LimiterDenied), "")
 		}
 	}

@@ -45,7 +45,7 @@ func TestEveryContractRule(t *testing.T) {
 		{"daemon unreachable", func(f *Facts) {
 			*f = Facts{Now: now, DaemonError: "connection refused", StoreID: "S001",
 				Journal: JournalFacts{Path: "/j.db", DiskFree: 20 << 30, Rows: 10}}
-		}, Crit, "daemon", "normal"},
+		}, Crit, "daemon", "unknown"},
 		{"redis master unreachable", func(f *Facts) {
 			f.Redis.OK, f.Redis.Error, f.Degraded = false, "dial tcp 10.0.0.5:6379: connection refused", true
 		}, Crit, "redis", "degraded"},
@@ -261,5 +261,44 @@ func TestSlowRedisShowsTheLatency(t *testing.T) {
 		if c.Name == "redis_latency" && !strings.Contains(c.Detail, "212ms (redis.timeout 300ms)") {
 			t.Fatalf("detail %q", c.Detail)
 		}
+	}
+}
+
+// What a technician must act on is named: the replica that is down, and
+// a fallback limiter still held after Redis returned is called deliberate
+// rather than blamed on an unreachable Redis.
+func TestStatusNamesWhatIsWrong(t *testing.T) {
+	th := Thresholds{WarnFreeBytes: 1, CritFreeBytes: 1, BacklogCritAge: time.Hour}
+	detail := func(r Report, name string) string {
+		for _, c := range r.Checks {
+			if c.Name == name {
+				return c.Detail
+			}
+		}
+		t.Fatalf("no %s check in %+v", name, r.Checks)
+		return ""
+	}
+	cases := []struct {
+		name, check, want string
+		set               func(*Facts)
+	}{
+		{"down replica named", "replicas", "down: 10.0.0.7:6379", func(f *Facts) {
+			f.Redis.Replicas, f.Redis.DownReplicas = 1, []string{"10.0.0.7:6379"}
+		}},
+		{"fallback held after Redis returned", "limiter", "held one window after Redis returned", func(f *Facts) {
+			f.FallbackActive = true
+		}},
+		{"fallback while Redis is down", "limiter", "Redis unreachable", func(f *Facts) {
+			f.FallbackActive, f.Redis.OK, f.Degraded = true, false, true
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := healthy()
+			c.set(&f)
+			if d := detail(Evaluate(f, th), c.check); !strings.Contains(d, c.want) {
+				t.Fatalf("%s detail %q, want it to contain %q", c.check, d, c.want)
+			}
+		})
 	}
 }
