@@ -18,11 +18,11 @@ type Redis struct {
 	// DownReplicas are the replicas the Sentinels know but see down or
 	// disconnected (host:port), so a technician knows which one to look at.
 	DownReplicas []string
-	Sentinels     int // sentinels that answered
-	SentinelsAll  int // sentinels configured
-	UsedMemory    int64
-	MaxMemory     int64
-	ClockSkew     time.Duration
+	Sentinels    int // sentinels that answered
+	SentinelsAll int // sentinels configured
+	UsedMemory   int64
+	MaxMemory    int64
+	ClockSkew    time.Duration
 	// Latency is the fastest call of the probe: when even that one is
 	// slow, every call is.
 	Latency time.Duration
