@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -245,21 +245,8 @@ var (
 )
 
 func (c *Config) validate(v *validator) {
-	if c.NATSURL == "" {
-		v.add("nats_url", "", errors.New(`required (e.g. "nats://hq.example:4222")`))
-	} else {
-		for _, u := range strings.Split(c.NATSURL, ",") {
-			pu, err := url.Parse(strings.TrimSpace(u))
-			if err != nil || pu.Host == "" {
-				v.add("nats_url", redactNATSURL(c.NATSURL), errors.New(`not a NATS URL (e.g. "nats://hq.example:4222")`))
-				break
-			}
-			switch pu.Scheme {
-			case "nats", "tls", "ws", "wss":
-			default:
-				v.add("nats_url", redactNATSURL(c.NATSURL), fmt.Errorf("unsupported scheme %q: use nats://, tls://, ws:// or wss://", pu.Scheme))
-			}
-		}
+	if err := natsurl.Check(c.NATSURL); err != nil {
+		v.add("nats_url", natsurl.Redact(c.NATSURL), err)
 	}
 	v.file0("creds_file", c.CredsFile)
 	v.file0("tls.ca_file", c.TLS.CAFile)
@@ -358,17 +345,4 @@ var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):
 // redactURL hides a password in a database URL before it is printed.
 func redactURL(s string) string {
 	return userinfoPassword.ReplaceAllString(s, "${1}:xxxxx@")
-}
-
-// natsUserinfo matches the user info of a NATS URL: a user and password
-// or a token, secret either way.
-var natsUserinfo = regexp.MustCompile(`^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@`)
-
-// redactNATSURL hides the credentials in a (comma-separated) NATS URL.
-func redactNATSURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		parts[i] = natsUserinfo.ReplaceAllString(p, "${1}xxxxx@")
-	}
-	return strings.Join(parts, ",")
 }

@@ -79,6 +79,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"missing nats_url", "stream: POS\n", []string{"nats_url", "required"}},
 		{"bad nats_url", "nats_url: \"http://x:1\"\n", []string{"nats_url", "unsupported scheme"}},
 		{"nats credentials not printed", "nats_url: \"http://u:hunter2@x:1\"\n", []string{"nats_url", "xxxxx@x:1"}},
+		{"bad server in a cluster", "nats_url: \"nats://a:4222,nats://u:hunter2@b:4222/x\"\n", []string{"nats_url", "server 2 of 2", "xxxxx@b:4222"}},
+		{"empty cluster list", "nats_url: \" , \"\n", []string{"nats_url", "required"}},
 		{"batch size", base + "batch_size: 0\n", []string{"batch_size", "between 1 and"}},
 		{"batch size not a number", base + "batch_size: lots\n", []string{"batch_size", "not a whole number"}},
 		{"stream name", base + "stream: \"POS.TXN\"\n", []string{"stream", "[A-Za-z0-9_-]"}},

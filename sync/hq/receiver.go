@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -70,7 +71,7 @@ func (r *Receiver) Ready() error {
 	case nc == nil:
 		return errors.New("NATS: not started")
 	case !nc.IsConnected():
-		return fmt.Errorf("NATS: not connected to %s (%s)", redactNATSURL(r.cfg.NATSURL), nc.Status())
+		return fmt.Errorf("NATS: not connected to %s (%s)", natsurl.Redact(r.cfg.NATSURL), nc.Status())
 	case !r.ready.Load():
 		return fmt.Errorf("NATS: stream %s or consumer %s not set up yet", r.cfg.Stream, ConsumerName)
 	}
@@ -159,7 +160,7 @@ func (r *Receiver) connect() (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(r.cfg.NATSURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %s: %w", redactNATSURL(r.cfg.NATSURL), err)
+		return nil, fmt.Errorf("connect to NATS %s: %w", natsurl.Redact(r.cfg.NATSURL), err)
 	}
 	return nc, nil
 }
