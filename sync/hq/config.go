@@ -29,6 +29,7 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultSilentAfter     = 5 * time.Minute
 	DefaultAckWait         = 30 * time.Second
+	DefaultStreamReplicas  = 1
 	maxBatchSize           = 10000
 )
 
@@ -44,6 +45,7 @@ type Config struct {
 	Stream          string
 	SubjectPrefix   string
 	DuplicateWindow time.Duration
+	StreamReplicas  int    // copies of the stream in a JetStream cluster: 1, 3 or 5
 	Database        string // sqlite://PATH or postgres://…
 	AdminListen     string
 	BatchSize       int
@@ -65,6 +67,7 @@ func DefaultConfig() Config {
 		Stream:          wire.DefaultStream,
 		SubjectPrefix:   wire.DefaultSubjectPrefix,
 		DuplicateWindow: DefaultDuplicateWindow,
+		StreamReplicas:  DefaultStreamReplicas,
 		Database:        DefaultDatabase,
 		AdminListen:     DefaultAdminListen,
 		BatchSize:       DefaultBatchSize,
@@ -82,6 +85,7 @@ type fileConfig struct {
 	Stream          *string        `yaml:"stream"`
 	SubjectPrefix   *string        `yaml:"subject_prefix"`
 	DuplicateWindow *string        `yaml:"duplicate_window"`
+	StreamReplicas  *string        `yaml:"stream_replicas"`
 	Database        *string        `yaml:"database"`
 	Admin           *struct {
 		Listen *string `yaml:"listen"`
@@ -204,6 +208,17 @@ func ParseConfig(file string, data []byte) (Config, error) {
 			v.add("batch_size", *fc.BatchSize, fmt.Errorf("must be between 1 and %d", maxBatchSize))
 		default:
 			c.BatchSize = n
+		}
+	}
+	if fc.StreamReplicas != nil {
+		n, err := strconv.Atoi(strings.TrimSpace(*fc.StreamReplicas))
+		switch {
+		case err != nil:
+			v.add("stream_replicas", *fc.StreamReplicas, errors.New("not a whole number"))
+		case n != 1 && n != 3 && n != 5:
+			v.add("stream_replicas", *fc.StreamReplicas, errors.New("must be 1, 3 or 5 (an odd number, for a quorum; 3 or 5 need a JetStream cluster of at least as many servers)"))
+		default:
+			c.StreamReplicas = n
 		}
 	}
 	c.validate(&v)

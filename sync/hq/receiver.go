@@ -104,10 +104,16 @@ func (r *Receiver) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		cons, err := r.setup(ctx, js)
 		if err != nil {
-			if ctx.Err() == nil {
-				r.log.Warn("JetStream not ready; retrying", "stream", r.cfg.Stream, "err", err)
+			d := wait()
+			switch {
+			case ctx.Err() != nil:
+			case clusterNotReady(err):
+				r.log.Warn("JetStream cluster not ready (no meta leader yet, or too few servers up for stream_replicas); waiting",
+					"stream", r.cfg.Stream, "stream_replicas", r.cfg.StreamReplicas, "retry_in", d.Round(time.Millisecond), "err", err)
+			default:
+				r.log.Warn("JetStream not ready; retrying", "stream", r.cfg.Stream, "retry_in", d.Round(time.Millisecond), "err", err)
 			}
-			sleep(ctx, wait())
+			sleep(ctx, d)
 			continue
 		}
 		r.ready.Store(true)
@@ -165,6 +171,54 @@ func (r *Receiver) connect() (*nats.Conn, error) {
 	return nc, nil
 }
 
+// clusterNotReady tells the errors of a JetStream cluster that is still
+// forming or has lost its quorum (no meta leader, peers not yet known)
+// from those of a wrong setup: they pass once the cluster is whole.
+func clusterNotReady(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jsErrClusterNotAvailable, jsErrClusterNoPeers, jsErrInsufficientResources, jetstream.JSErrCodeJetStreamNotEnabled:
+			return true
+		}
+	}
+	// With no meta leader, API requests may go unanswered.
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+}
+
+// JetStream API error codes (nats-server's errors.json) that nats.go
+// does not name.
+const (
+	jsErrClusterNoPeers        jetstream.ErrorCode = 10005 // "no suitable peers for placement"
+	jsErrClusterNotAvailable   jetstream.ErrorCode = 10008 // "JetStream system temporarily unavailable"
+	jsErrInsufficientResources jetstream.ErrorCode = 10023
+)
+
+// scaleUp raises the replicas of an existing stream to stream_replicas.
+// It never lowers them: fewer copies is a decision for an operator
+// (nats stream edit), not a side effect of a config file. A refusal is
+// logged and the stream used as it is.
+func (r *Receiver) scaleUp(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) {
+	have := max(sc.Replicas, 1)
+	switch {
+	case have == r.cfg.StreamReplicas:
+		return
+	case have > r.cfg.StreamReplicas:
+		r.log.Info("existing stream keeps its replicas (more than stream_replicas; never lowered by posedge-hq)",
+			"stream", r.cfg.Stream, "stream_replicas_now", have, "stream_replicas", r.cfg.StreamReplicas)
+		return
+	}
+	sc.Replicas = r.cfg.StreamReplicas
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		r.log.Warn("could not raise the stream's replicas; using it as it is (is the cluster big enough and whole?)",
+			"stream", r.cfg.Stream, "from", have, "to", r.cfg.StreamReplicas, "err", err)
+		return
+	}
+	r.log.Info("stream replicas raised to stream_replicas; JetStream copies the stream to the new peers in the background",
+		"stream", r.cfg.Stream, "from", have, "to", r.cfg.StreamReplicas)
+}
+
 // setup creates the stream when missing and the durable consumer.
 func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -179,12 +233,21 @@ func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream
 			Subjects:    []string{subjects},
 			Storage:     jetstream.FileStorage,
 			Duplicates:  r.cfg.DuplicateWindow,
+			Replicas:    r.cfg.StreamReplicas,
 		})
-		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return nil, fmt.Errorf("create stream %s: %w", r.cfg.Stream, err)
-		}
-		if err == nil {
-			r.log.Info("stream created", "stream", r.cfg.Stream, "subjects", subjects, "duplicate_window", r.cfg.DuplicateWindow)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+			// Another posedge-hq created it meanwhile, maybe with fewer
+			// replicas.
+			if st, err = js.Stream(ctx, r.cfg.Stream); err != nil {
+				return nil, fmt.Errorf("look up stream %s: %w", r.cfg.Stream, err)
+			}
+			r.scaleUp(ctx, js, st.CachedInfo().Config)
+		case err != nil:
+			return nil, fmt.Errorf("create stream %s with %d replicas: %w", r.cfg.Stream, r.cfg.StreamReplicas, err)
+		default:
+			r.log.Info("stream created", "stream", r.cfg.Stream, "subjects", subjects, "duplicate_window", r.cfg.DuplicateWindow,
+				"replicas", r.cfg.StreamReplicas)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("look up stream %s: %w", r.cfg.Stream, err)
@@ -198,6 +261,7 @@ func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream
 			r.log.Info("existing stream keeps its own duplicate window", "stream", r.cfg.Stream,
 				"stream_duplicates", sc.Duplicates, "duplicate_window", r.cfg.DuplicateWindow)
 		}
+		r.scaleUp(ctx, js, sc)
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, r.cfg.Stream, jetstream.ConsumerConfig{
 		Durable:       ConsumerName,
