@@ -163,10 +163,37 @@ type ReplayOptions struct {
 	BatchSize   int           // default replay's
 	AckTimeout  time.Duration // default replay's
 	MaxBackoff  time.Duration // default 2s: a test waits for reconnects
-	// Pace, when set, is the least time between two batches that are
-	// not full; store i gets Pace × (1 + i mod 3), so that the stores
-	// do not all follow the same sync policy.
-	Pace time.Duration
+	// SyncEvery, when set, is each store's sync policy: store i sends
+	// at most one batch per SyncEvery × (1 + i mod 3), so that the
+	// stores neither follow the same policy nor drain at once.
+	SyncEvery time.Duration
+}
+
+// everyLimiter lets one batch through per interval: a store's sync
+// budget as the replayer asks it (replay.Limiter).
+type everyLimiter struct {
+	every time.Duration
+	mu    sync.Mutex
+	next  time.Time
+}
+
+func (l *everyLimiter) WaitStoreSync(ctx context.Context) error {
+	l.mu.Lock()
+	now := time.Now()
+	at := l.next
+	if at.Before(now) {
+		at = now
+	}
+	l.next = at.Add(l.every)
+	l.mu.Unlock()
+	t := time.NewTimer(at.Sub(now))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Replay starts every store's replayer at once and returns a function
@@ -189,10 +216,14 @@ func (c *Chain) Replay(ctx context.Context, ro ReplayOptions) (stop func() error
 		return all
 	}
 	for i, s := range c.Stores {
+		var lim replay.Limiter
+		if ro.SyncEvery > 0 {
+			lim = &everyLimiter{every: ro.SyncEvery * time.Duration(1+i%3)}
+		}
 		r, err := replay.New(replay.Config{StoreID: s.ID, NATSURL: ro.NATSURL, BatchSize: ro.BatchSize,
 			AckTimeout: ro.AckTimeout, MaxBackoff: ro.MaxBackoff, StartJitter: ro.StartJitter,
-			Pace: ro.Pace * time.Duration(1+i%3), HeartbeatEvery: time.Hour, Version: "chainsim", Location: time.UTC},
-			s.Journal, nil, c.o.Log.With("store_id", s.ID), nil)
+			HeartbeatEvery: time.Hour, Version: "chainsim", Location: time.UTC},
+			s.Journal, lim, c.o.Log.With("store_id", s.ID), nil)
 		if err != nil {
 			_ = stop()
 			return nil, fmt.Errorf("replayer of %s: %w", s.ID, err)

@@ -136,6 +136,10 @@ func (r *Receiver) connect() (*nats.Conn, error) {
 		nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(time.Second),
 		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second),
+		// A cluster server that hangs keeps its socket open: only missed
+		// pings tell, within 30 s rather than the client's default 4 min.
+		nats.PingInterval(10*time.Second),
+		nats.MaxPingsOutstanding(3),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			r.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
 		}),
