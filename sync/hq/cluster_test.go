@@ -255,9 +255,9 @@ func runChainFault(t *testing.T, processes int, fault func(c *chainHQ)) {
 	}()
 	total := int64(chain.Txns())
 	testenv.WaitFor(t, time.Minute, "a quarter of the chain at HQ", func() bool { return c.stored() >= total/4 })
-	at := c.stored()
+	at, into := c.stored(), time.Since(start)
 	fault(c)
-	t.Logf("fault at %d of %d stored, %v into the replay", at, total, time.Since(start).Round(time.Millisecond))
+	t.Logf("fault at %d of %d stored, %v into the replay", at, total, into.Round(time.Millisecond))
 	if at >= total {
 		t.Fatalf("the replay was over before the fault: nothing was tested")
 	}
