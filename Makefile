@@ -23,7 +23,7 @@ NFPM        := $(TOOLS)/nfpm
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-long test-tools check cross package demo bench clean
+.PHONY: help build test test-long test-tools check cross package demo bench bench-hq clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -88,6 +88,14 @@ demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) w
 
 bench: ## benchmarks of every package (BENCHTIME=2s)
 	go test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+# The chain of bench-hq: stores × transactions per store.
+CHAIN_STORES ?= 1000
+CHAIN_TXNS   ?= 5000
+
+bench-hq: ## HQ at chain scale: CHAIN_STORES stores replay CHAIN_TXNS each to 1, 2, 4 posedge-hq over a 3-node cluster (long)
+	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) \
+		go test -p 1 -count=1 -run '^$$' -bench '^BenchmarkChainReplay$$' -benchtime 1x -timeout 600m -v ./sync/hq/ | tee bench-hq.log | grep '^figure'
 
 clean: ## remove ./bin, ./dist and ./.demo
 	rm -rf bin dist .demo

@@ -57,7 +57,7 @@ func bins(t testing.TB) string {
 // chainHQ is HQ as a chain runs it: a 3-node JetStream cluster, posedge-hq
 // processes with stream_replicas 3, one PostgreSQL database.
 type chainHQ struct {
-	t      *testing.T
+	t      testing.TB
 	NATS   *testenv.NATSCluster
 	PG     *testenv.Postgres
 	DB     string
@@ -66,7 +66,7 @@ type chainHQ struct {
 	store  hq.Store // the same database, read by the test
 }
 
-func startChainHQ(t *testing.T, processes int) *chainHQ {
+func startChainHQ(t testing.TB, processes int) *chainHQ {
 	t.Helper()
 	bin := bins(t)
 	c := &chainHQ{t: t, NATS: testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3), PG: testenv.StartPostgres(t)}
@@ -279,7 +279,7 @@ func runChainFault(t *testing.T, processes int, fault func(c *chainHQ)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, time.Minute, "HQ to store every manifest", func() bool { return storedManifestCount(t, c.DB) == manifests })
+	testenv.WaitFor(t, time.Minute, "HQ to store every manifest", func() bool { return storedManifestCount(c.DB) == manifests })
 	if err := stop(); err != nil {
 		t.Errorf("replay: %v", err)
 	}
@@ -333,7 +333,7 @@ func checkChainAtHQ(t *testing.T, c *chainHQ, chain *chainsim.Chain) {
 	}
 }
 
-func storedManifestCount(t *testing.T, db string) int {
+func storedManifestCount(db string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, db)
