@@ -3,6 +3,7 @@ package hq_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -286,6 +287,30 @@ func runChainFault(t *testing.T, processes int, fault func(c *chainHQ)) {
 	stopped = true
 
 	checkChainAtHQ(t, c, chain)
+	checkChainMetrics(t, c, chain)
+}
+
+// checkChainMetrics checks that a posedge-hq reports the consumer
+// caught up and every store complete.
+func checkChainMetrics(t *testing.T, c *chainHQ, chain *chainsim.Chain) {
+	t.Helper()
+	var body string
+	testenv.WaitFor(t, 30*time.Second, "the consumer's lag at 0 in /metrics", func() bool {
+		r, err := http.Get("http://" + c.admins[0] + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		body = string(b)
+		return strings.Contains(body, "\nposedge_hq_consumer_pending_messages 0\n") &&
+			strings.Contains(body, "\nposedge_hq_consumer_ack_pending_messages 0\n")
+	})
+	for _, s := range chain.Stores {
+		if want := fmt.Sprintf("\nposedge_hq_store_incomplete_days{store_id=%q} 0\n", s.ID); !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
+		}
+	}
 }
 
 // checkChainAtHQ checks no loss, no duplicate, no conflict and

@@ -52,6 +52,7 @@ type Receiver struct {
 
 	conn    atomic.Pointer[nats.Conn]
 	ready   atomic.Bool // stream and consumer exist
+	cons    atomic.Pointer[jetstream.Consumer]
 	batches atomic.Int64
 }
 
@@ -74,6 +75,14 @@ func (r *Receiver) Ready() error {
 		return fmt.Errorf("NATS: not connected to %s (%s)", natsurl.Redact(r.cfg.NATSURL), nc.Status())
 	case !r.ready.Load():
 		return fmt.Errorf("NATS: stream %s or consumer %s not set up yet", r.cfg.Stream, ConsumerName)
+	}
+	return nil
+}
+
+// consumer is the durable consumer once set up, or nil.
+func (r *Receiver) consumer() jetstream.Consumer {
+	if c := r.cons.Load(); c != nil {
+		return *c
 	}
 	return nil
 }
@@ -117,6 +126,7 @@ func (r *Receiver) Run(ctx context.Context) error {
 			continue
 		}
 		r.ready.Store(true)
+		r.cons.Store(&cons)
 		wait = backoff()
 		err = r.consume(ctx, cons)
 		r.ready.Store(false)
@@ -138,7 +148,7 @@ func (r *Receiver) connect() (*nats.Conn, error) {
 		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second),
 		// A cluster server that hangs keeps its socket open: only missed
 		// pings tell, within 30 s rather than the client's default 4 min.
-		nats.PingInterval(10*time.Second),
+		nats.PingInterval(10 * time.Second),
 		nats.MaxPingsOutstanding(3),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			r.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())

@@ -38,6 +38,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer store.Close()
 	metrics := NewMetrics(store, s.version, s.log)
 	recv := NewReceiver(s.cfg, store, metrics, s.log, "")
+	metrics.ObserveReceiver(recv, store, s.log)
 
 	ln, err := net.Listen("tcp", s.cfg.AdminListen)
 	if err != nil {
