@@ -43,6 +43,10 @@ func Check(s string) error {
 }
 
 func check1(s string) error {
+	if !strings.Contains(s, "://") {
+		// The NATS client reads host:port as nats://host:port.
+		s = "nats://" + s
+	}
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || u.Opaque != "" {
 		// url.Parse's own error repeats the URL, password included.
@@ -70,7 +74,7 @@ func check1(s string) error {
 
 // userinfo matches the user info of a URL: a user and password or a
 // token, secret either way.
-var userinfo = regexp.MustCompile(`^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@`)
+var userinfo = regexp.MustCompile(`^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*://)?)[^@/]*@`)
 
 // Redact hides the credentials of every URL in a setting.
 func Redact(s string) string {

@@ -17,7 +17,8 @@ func TestCheck(t *testing.T) {
 		{"trailing comma", "nats://a:4222,", nil},
 		{"empty", " , ", []string{"required"}},
 		{"scheme", "http://a:1", []string{"unsupported scheme"}},
-		{"second bad", "nats://a:1,b:2", []string{"server 2 of 2", "b:2"}},
+		{"no scheme is nats://, as the client reads it", "hq1:4222,hq2:4222", nil},
+		{"second bad", "nats://a:1,b:99999", []string{"server 2 of 2", "b:99999"}},
 		{"no host", "nats://:4222", []string{"no host"}},
 		{"bad port", "nats://a:99999", []string{"bad port"}},
 		{"path", "nats://a:4222/x", []string{"no path"}},
@@ -54,6 +55,7 @@ func TestRedact(t *testing.T) {
 		{"nats://u:p@a:4222,nats://b:4222", "nats://xxxxx@a:4222,nats://b:4222"},
 		{"nats://token@a:4222, tls://u:p@b:1", "nats://xxxxx@a:4222, tls://xxxxx@b:1"},
 		{"nats://a:4222/x@y", "nats://a:4222/x@y"},
+		{"u:p@a:4222,b:4222", "xxxxx@a:4222,b:4222"},
 	}
 	for _, tt := range tests {
 		if got := Redact(tt.in); got != tt.want {
