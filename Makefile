@@ -24,7 +24,7 @@ NFPM        := $(TOOLS)/nfpm
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-long test-tools check cross package demo bench bench-pkg profile fuzz clean
+.PHONY: help build test test-long test-tools check cross package demo bench bench-pkg bench-hq profile fuzz clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -100,6 +100,14 @@ profile: ## pprof CPU and allocation summaries of the lookup, sale, replay and i
 
 fuzz: ## every fuzz target for FUZZTIME each (default 60s), one at a time: executions and crashes per target
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# The chain of bench-hq: stores × transactions per store.
+CHAIN_STORES ?= 1000
+CHAIN_TXNS   ?= 5000
+
+bench-hq: ## HQ at chain scale: CHAIN_STORES stores replay CHAIN_TXNS each to 1, 2, 4 posedge-hq over a 3-node cluster (long)
+	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) \
+		go test -p 1 -count=1 -run '^$$' -bench '^BenchmarkChainReplay$$' -benchtime 1x -timeout 600m -v ./sync/hq/ | tee bench-hq.log | grep '^figure'
 
 clean: ## stop what a demo left running; remove ./bin, ./dist and ./.demo
 	@[ ! -f .demo/pids ] || ./scripts/demo.sh stop

@@ -18,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -350,8 +351,8 @@ func (c *Config) Validate() error {
 	if c.Journal.Retention.D() < 24*time.Hour {
 		add("journal.retention", "must be at least 24h (idempotency keys are kept 24 h), got %v", c.Journal.Retention.D())
 	}
-	if c.HQ.NATSURL == "" {
-		add("hq.nats_url", "required, e.g. nats://hq.example:4222")
+	if err := natsurl.Check(c.HQ.NATSURL); err != nil {
+		add("hq.nats_url", "%v", err)
 	}
 	if !subjectToken.MatchString(c.HQ.SubjectPrefix) {
 		add("hq.subject_prefix", "must be dot-separated tokens of [A-Za-z0-9_-], got %q", c.HQ.SubjectPrefix)

@@ -137,3 +137,44 @@ func withSection(base, extra string) string {
 	}
 	return strings.Join(out, "\n") + extra
 }
+
+func TestHQNATSURL(t *testing.T) {
+	cases := []struct {
+		name string
+		url  string
+		want []string // substrings of the error; none = accepted
+	}{
+		{"one server", "nats://hq.example:4222", nil},
+		{"cluster", "nats://hq1:4222, nats://hq2:4222, tls://hq3:4222", nil},
+		{"credentials", "nats://posedge:s3cret@hq1:4222,nats://posedge:s3cret@hq2:4222", nil},
+		{"bad scheme", "http://hq:4222", []string{"hq.nats_url", "unsupported scheme"}},
+		{"bad server in a cluster, password hidden", "nats://hq1:4222,http://posedge:hunter2@hq2:4222",
+			[]string{"hq.nats_url", "server 2 of 2", "xxxxx@hq2:4222"}},
+		{"only commas", ",", []string{"hq.nats_url", "required"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(withSection(minimal, "hq: {nats_url: \""+tc.url+"\"}\n")))
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				if c.HQ.NATSURL != tc.url {
+					t.Errorf("hq.nats_url = %q, want %q", c.HQ.NATSURL, tc.url)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error prints the password:\n%v", err)
+			}
+		})
+	}
+}

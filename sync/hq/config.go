@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -29,6 +29,7 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultSilentAfter     = 5 * time.Minute
 	DefaultAckWait         = 30 * time.Second
+	DefaultStreamReplicas  = 1
 	maxBatchSize           = 10000
 )
 
@@ -44,6 +45,7 @@ type Config struct {
 	Stream          string
 	SubjectPrefix   string
 	DuplicateWindow time.Duration
+	StreamReplicas  int    // copies of the stream in a JetStream cluster: 1, 3 or 5
 	Database        string // sqlite://PATH or postgres://…
 	AdminListen     string
 	BatchSize       int
@@ -69,6 +71,7 @@ func DefaultConfig() Config {
 		Stream:          wire.DefaultStream,
 		SubjectPrefix:   wire.DefaultSubjectPrefix,
 		DuplicateWindow: DefaultDuplicateWindow,
+		StreamReplicas:  DefaultStreamReplicas,
 		Database:        DefaultDatabase,
 		AdminListen:     DefaultAdminListen,
 		BatchSize:       DefaultBatchSize,
@@ -87,6 +90,7 @@ type fileConfig struct {
 	Stream          *string        `yaml:"stream"`
 	SubjectPrefix   *string        `yaml:"subject_prefix"`
 	DuplicateWindow *string        `yaml:"duplicate_window"`
+	StreamReplicas  *string        `yaml:"stream_replicas"`
 	Database        *string        `yaml:"database"`
 	Admin           *struct {
 		Listen *string `yaml:"listen"`
@@ -224,6 +228,17 @@ func ParseConfig(file string, data []byte) (Config, error) {
 			c.MaxSaleCents = n
 		}
 	}
+	if fc.StreamReplicas != nil {
+		n, err := strconv.Atoi(strings.TrimSpace(*fc.StreamReplicas))
+		switch {
+		case err != nil:
+			v.add("stream_replicas", *fc.StreamReplicas, errors.New("not a whole number"))
+		case n != 1 && n != 3 && n != 5:
+			v.add("stream_replicas", *fc.StreamReplicas, errors.New("must be 1, 3 or 5 (an odd number, for a quorum; 3 or 5 need a JetStream cluster of at least as many servers)"))
+		default:
+			c.StreamReplicas = n
+		}
+	}
 	c.validate(&v)
 	if len(v.problems) > 0 {
 		return Config{}, &ValidationError{Problems: v.problems}
@@ -263,21 +278,8 @@ var (
 )
 
 func (c *Config) validate(v *validator) {
-	if c.NATSURL == "" {
-		v.add("nats_url", "", errors.New(`required (e.g. "nats://hq.example:4222")`))
-	} else {
-		for _, u := range strings.Split(c.NATSURL, ",") {
-			pu, err := url.Parse(strings.TrimSpace(u))
-			if err != nil || pu.Host == "" {
-				v.add("nats_url", redactNATSURL(c.NATSURL), errors.New(`not a NATS URL (e.g. "nats://hq.example:4222")`))
-				break
-			}
-			switch pu.Scheme {
-			case "nats", "tls", "ws", "wss":
-			default:
-				v.add("nats_url", redactNATSURL(c.NATSURL), fmt.Errorf("unsupported scheme %q: use nats://, tls://, ws:// or wss://", pu.Scheme))
-			}
-		}
+	if err := natsurl.Check(c.NATSURL); err != nil {
+		v.add("nats_url", natsurl.Redact(c.NATSURL), err)
 	}
 	v.file0("creds_file", c.CredsFile)
 	v.file0("tls.ca_file", c.TLS.CAFile)
@@ -376,17 +378,4 @@ var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):
 // redactURL hides a password in a database URL before it is printed.
 func redactURL(s string) string {
 	return userinfoPassword.ReplaceAllString(s, "${1}:xxxxx@")
-}
-
-// natsUserinfo matches the user info of a NATS URL: a user and password
-// or a token, secret either way.
-var natsUserinfo = regexp.MustCompile(`^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@`)
-
-// redactNATSURL hides the credentials in a (comma-separated) NATS URL.
-func redactNATSURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		parts[i] = natsUserinfo.ReplaceAllString(p, "${1}xxxxx@")
-	}
-	return strings.Join(parts, ",")
 }

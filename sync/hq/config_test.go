@@ -25,7 +25,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	if c.Stream != "POS_TXN" || c.SubjectPrefix != "pos.txn" || c.DuplicateWindow != 2*time.Minute ||
 		c.Database != "sqlite:///var/lib/posedge-hq/hq.db" || c.AdminListen != "127.0.0.1:8090" ||
-		c.BatchSize != 256 || c.SilentAfter != 5*time.Minute || c.AckWait != 30*time.Second || c.MaxSaleCents != 100_000_000_000 {
+		c.BatchSize != 256 || c.SilentAfter != 5*time.Minute || c.AckWait != 30*time.Second || c.MaxSaleCents != 100_000_000_000 ||
+		c.StreamReplicas != 1 {
 		t.Fatalf("defaults = %+v", c)
 	}
 }
@@ -43,6 +44,7 @@ tls: {ca_file: "`+dir+`/ca.pem", cert_file: "`+dir+`/cert.pem", key_file: "`+dir
 stream: "POS_TXN_EU"
 subject_prefix: "eu.pos.txn"
 duplicate_window: "10m"
+stream_replicas: 3
 database: "postgres://hq:secret@db.example:5432/hq?sslmode=verify-full"
 admin: {listen: "0.0.0.0:9000"}
 batch_size: 500
@@ -58,7 +60,7 @@ max_sale_cents: 1000000000000000
 		t.Fatalf("max_sale_cents = %d, want the largest allowed", c.MaxSaleCents)
 	}
 	if c.TLS.CertFile != dir+"/cert.pem" || c.Stream != "POS_TXN_EU" || c.SubjectPrefix != "eu.pos.txn" ||
-		c.DuplicateWindow != 10*time.Minute || c.AdminListen != "0.0.0.0:9000" || c.BatchSize != 500 ||
+		c.DuplicateWindow != 10*time.Minute || c.StreamReplicas != 3 || c.AdminListen != "0.0.0.0:9000" || c.BatchSize != 500 ||
 		c.SilentAfter != 15*time.Minute || c.AckWait != 45*time.Second || !strings.HasPrefix(c.Database, "postgres://") {
 		t.Fatalf("config = %+v", c)
 	}
@@ -83,6 +85,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"missing nats_url", "stream: POS\n", []string{"nats_url", "required"}},
 		{"bad nats_url", "nats_url: \"http://x:1\"\n", []string{"nats_url", "unsupported scheme"}},
 		{"nats credentials not printed", "nats_url: \"http://u:hunter2@x:1\"\n", []string{"nats_url", "xxxxx@x:1"}},
+		{"bad server in a cluster", "nats_url: \"nats://a:4222,nats://u:hunter2@b:4222/x\"\n", []string{"nats_url", "server 2 of 2", "xxxxx@b:4222"}},
+		{"empty cluster list", "nats_url: \" , \"\n", []string{"nats_url", "required"}},
+		{"stream replicas even", base + "stream_replicas: 2\n", []string{"stream_replicas", `"2"`, "1, 3 or 5"}},
+		{"stream replicas not a number", base + "stream_replicas: three\n", []string{"stream_replicas", "not a whole number"}},
 		{"batch size", base + "batch_size: 0\n", []string{"batch_size", "between 1 and"}},
 		{"batch size not a number", base + "batch_size: lots\n", []string{"batch_size", "not a whole number"}},
 		{"stream name", base + "stream: \"POS.TXN\"\n", []string{"stream", "[A-Za-z0-9_-]"}},

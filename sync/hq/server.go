@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/posedge/posedge/internal/natsurl"
 )
 
 // Server is a posedge-hq process: its database, the receiver and the
@@ -27,7 +29,7 @@ func NewServer(cfg Config, log *slog.Logger, version string) *Server {
 // is done. It fails at once when the database cannot be opened or the
 // admin address is taken; an unreachable NATS is waited for.
 func (s *Server) Run(ctx context.Context) error {
-	s.log.Info("posedge-hq starting", "version", s.version, "nats_url", redactNATSURL(s.cfg.NATSURL), "stream", s.cfg.Stream,
+	s.log.Info("posedge-hq starting", "version", s.version, "nats_url", natsurl.Redact(s.cfg.NATSURL), "stream", s.cfg.Stream,
 		"subject_prefix", s.cfg.SubjectPrefix, "database", redactURL(s.cfg.Database), "admin_listen", s.cfg.AdminListen)
 	store, err := OpenStore(ctx, s.cfg.Database, StoreOptions{SilentAfter: s.cfg.SilentAfter, Logger: s.log})
 	if err != nil {
@@ -36,6 +38,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer store.Close()
 	metrics := NewMetrics(store, s.version, s.log)
 	recv := NewReceiver(s.cfg, store, metrics, s.log, "")
+	metrics.ObserveReceiver(recv, store, s.log)
 
 	ln, err := net.Listen("tcp", s.cfg.AdminListen)
 	if err != nil {

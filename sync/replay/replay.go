@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/posedge/posedge/internal/businessday"
+	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -123,8 +124,8 @@ func (c *Config) validate() error {
 	if c.StoreID == "" {
 		errs = append(errs, errors.New("store_id: required"))
 	}
-	if c.NATSURL == "" {
-		errs = append(errs, errors.New("hq.nats_url: required"))
+	if err := natsurl.Check(c.NATSURL); err != nil {
+		errs = append(errs, fmt.Errorf("hq.nats_url: %w", err))
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("hq.cert_file and hq.key_file go together: give both or neither"))
