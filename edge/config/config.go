@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"sort"
@@ -17,6 +18,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/secret"
 )
 
 // ErrNoConfig means the config file does not exist, as opposed to a file
@@ -185,16 +187,30 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("read config %s: %w", path, err)
 	}
-	c, err := Parse(b)
+	c, err := parse(b)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	c.Path = path
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
 	return c, nil
 }
 
 // Parse decodes YAML over the defaults and validates the result.
 func Parse(b []byte) (Config, error) {
+	c, err := parse(b)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func parse(b []byte) (Config, error) {
 	c := Defaults()
 	// Actions given in the file replace the default entry by entry; an
 	// action left out keeps its default.
@@ -217,9 +233,6 @@ func Parse(b []byte) (Config, error) {
 			n = 0
 		}
 		c.Redis.MinReplicasAck = &n
-	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
 	}
 	return c, nil
 }
@@ -295,6 +308,10 @@ func (c *Config) Validate() error {
 	}
 	if c.Admin.TokenFile == "" && !IsLoopback(c.Admin.Listen) {
 		add("admin.token_file", "required because admin.listen %q is not a loopback address", c.Admin.Listen)
+	} else if c.Admin.TokenFile != "" {
+		if _, err := c.AdminToken(); err != nil {
+			add("admin.token_file", "%v", err)
+		}
 	}
 	if c.Redis.Addr == "" && len(c.Redis.Sentinels) == 0 {
 		add("redis.sentinels", "give the sentinels (or redis.addr for a single development node)")
@@ -440,6 +457,21 @@ func (c *Config) TerminalKeys() map[string]string {
 		m[strings.ToLower(t.KeySHA256)] = t.ID
 	}
 	return m
+}
+
+// AdminToken reads admin.token_file (trimmed, at least
+// secret.MinTokenLen characters); "" when none is set. On Windows a
+// relative path is taken from the config file's folder, as the service
+// does (see cmd/posedge platformPaths).
+func (c *Config) AdminToken() (string, error) {
+	p := c.Admin.TokenFile
+	if p == "" {
+		return "", nil
+	}
+	if runtime.GOOS == "windows" && !filepath.IsAbs(p) && c.Path != "" {
+		p = filepath.Join(filepath.Dir(c.Path), p)
+	}
+	return secret.ReadToken(p)
 }
 
 // IsLoopback reports whether a host:port listens on loopback only.

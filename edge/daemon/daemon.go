@@ -8,8 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -93,13 +91,9 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		return fmt.Errorf("hq replay: %w", err)
 	}
 
-	adminToken := ""
-	if cfg.Admin.TokenFile != "" {
-		b, err := os.ReadFile(cfg.Admin.TokenFile)
-		if err != nil {
-			return fmt.Errorf("admin.token_file: %w", err)
-		}
-		adminToken = strings.TrimSpace(string(b))
+	adminToken, err := cfg.AdminToken()
+	if err != nil {
+		return fmt.Errorf("admin.token_file: %w", err)
 	}
 	m.watchReplay(d.reg, d.replay)
 	httpMetrics := api.NewHTTPMetrics(d.reg)
