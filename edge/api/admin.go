@@ -13,6 +13,7 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/httpguard"
 )
 
 // AdminDeps are what the admin API needs.
@@ -62,7 +63,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	})
-	return d.HTTP.wrap("admin", a.auth(mux))
+	return d.HTTP.wrap("admin", httpguard.CleanPaths(a.auth(mux)))
 }
 
 type adminAPI struct{ AdminDeps }
