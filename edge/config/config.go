@@ -89,8 +89,8 @@ type Config struct {
 		Sentinels        []string `yaml:"sentinels"`
 		MasterName       string   `yaml:"master_name"`
 		Addr             string   `yaml:"addr"`
-		Password         string   `yaml:"password"`
-		SentinelPassword string   `yaml:"sentinel_password"`
+		Password         string   `yaml:"password" secret:"true"`
+		SentinelPassword string   `yaml:"sentinel_password" secret:"true"`
 		Replicas         int      `yaml:"replicas"`
 		MinReplicasAck   *int     `yaml:"min_replicas_ack"`
 		Timeout          Duration `yaml:"timeout"`      // deadline of one Redis call on the request path
@@ -108,7 +108,7 @@ type Config struct {
 		MaxBytes int64 `yaml:"max_bytes"`
 	} `yaml:"journal"`
 	HQ struct {
-		NATSURL        string   `yaml:"nats_url"`
+		NATSURL        string   `yaml:"nats_url" secret:"url"`
 		CredsFile      string   `yaml:"creds_file"`
 		CAFile         string   `yaml:"ca_file"`
 		CertFile       string   `yaml:"cert_file"`
@@ -138,7 +138,7 @@ type Config struct {
 // Terminal is one till allowed to call the terminal API.
 type Terminal struct {
 	ID        string `yaml:"id"`
-	KeySHA256 string `yaml:"key_sha256"`
+	KeySHA256 string `yaml:"key_sha256" secret:"true"`
 }
 
 // Actions are the limiter's action names (contract §3).
@@ -217,7 +217,7 @@ func parse(b []byte) (Config, error) {
 	def := c.Limits.Actions
 	c.Limits.Actions = nil
 	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("parse: %s", yaml.FormatError(err, false, true))
+		return Config{}, fmt.Errorf("parse: %s", yamlProblem(err, b))
 	}
 	merged := map[string]Policy{}
 	for k, v := range def {
@@ -235,6 +235,21 @@ func parse(b []byte) (Config, error) {
 		c.Redis.MinReplicasAck = &n
 	}
 	return c, nil
+}
+
+// yamlProblem is a YAML syntax error as line, column, the key on that
+// line and the message — never the source lines goccy/go-yaml prints
+// around it, which would show a password next to a typo.
+func yamlProblem(err error, src []byte) string {
+	line, col, msg := secret.YAMLError(err, src)
+	if line == 0 {
+		return msg
+	}
+	where := fmt.Sprintf("line %d, column %d", line, col)
+	if k := secret.KeyAt(src, line); k != "" {
+		where += " (key " + k + ")"
+	}
+	return where + ": " + msg
 }
 
 // FieldError is one problem with one key.

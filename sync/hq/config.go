@@ -167,22 +167,20 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(path, data)
 }
 
-var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] (.*)$`)
-
 // ParseConfig parses and validates config data; file names it in errors.
 func ParseConfig(file string, data []byte) (Config, error) {
 	var fc fileConfig
 	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.Strict()); err != nil {
 		// goccy/go-yaml errors are "[line:col] message" followed by the
-		// source; keep the first line in the usual file:line:col form.
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		if m := yamlPos.FindStringSubmatch(msg); m != nil {
-			msg = m[3]
+		// source, which may show a secret next to the typo: keep the
+		// position and the message only, in the usual file:line:col form.
+		line, col, msg := secret.YAMLError(err, data)
+		if line > 0 {
 			if strings.Contains(msg, "cannot unmarshal") {
 				msg = "wrong type of value: " + msg
 			}
 			return Config{}, &ValidationError{Problems: []*ConfigError{{
-				File: fmt.Sprintf("%s:%s:%s", file, m[1], m[2]), Err: errors.New(msg)}}}
+				File: fmt.Sprintf("%s:%d:%d", file, line, col), Err: errors.New(msg)}}}
 		}
 		return Config{}, &ValidationError{Problems: []*ConfigError{{File: file, Err: errors.New(msg)}}}
 	}
@@ -410,23 +408,9 @@ func ParseDatabaseURL(s string) (DatabaseURL, error) {
 	}
 }
 
-// userinfoPassword matches the password of a URL's user info.
-var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@`)
-
-// redactURL hides a password in a database URL before it is printed.
-func redactURL(s string) string {
-	return userinfoPassword.ReplaceAllString(s, "${1}:xxxxx@")
-}
-
-// natsUserinfo matches the user info of a NATS URL: a user and password
-// or a token, secret either way.
-var natsUserinfo = regexp.MustCompile(`^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@`)
+// redactURL hides the credentials of a database or NATS URL (or a
+// comma-separated list of them) before it is printed.
+func redactURL(s string) string { return secret.RedactURLs(s) }
 
 // redactNATSURL hides the credentials in a (comma-separated) NATS URL.
-func redactNATSURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		parts[i] = natsUserinfo.ReplaceAllString(p, "${1}xxxxx@")
-	}
-	return strings.Join(parts, ",")
-}
+func redactNATSURL(s string) string { return secret.RedactURLs(s) }

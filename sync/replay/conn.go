@@ -7,6 +7,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/posedge/posedge/internal/secret"
 )
 
 // link is one NATS connection to HQ and its JetStream context.
@@ -30,7 +32,7 @@ func (r *Replayer) connect(ctx context.Context) (*link, error) {
 			r.signal()
 			return l, nil
 		}
-		err = fmt.Errorf("connect to HQ at %s: %w", r.cfg.NATSURL, err)
+		err = fmt.Errorf("connect to HQ at %s: %w", secret.RedactURLs(r.cfg.NATSURL), err)
 		r.setError(err)
 		d := b.NextBackOff()
 		r.log.Warn("HQ unreachable; sales stay in the journal and are sent when it answers (check the WAN link and hq.nats_url)",

@@ -14,6 +14,7 @@ import (
 	"github.com/cenkalti/backoff/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -363,7 +364,7 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 
 func (r *Replayer) setError(err error) {
 	r.mu.Lock()
-	r.st.LastError = hint(err)
+	r.st.LastError = secret.RedactURLs(hint(err)) // status is read by people and support bundles
 	r.mu.Unlock()
 }
 
