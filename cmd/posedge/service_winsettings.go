@@ -96,6 +96,8 @@ func resolveWindowsPaths(c *config.Config, programData, cwd string) []string {
 	fix("admin.token_file", &c.Admin.TokenFile)
 	fix("tls.cert_file", &c.TLS.CertFile)
 	fix("tls.key_file", &c.TLS.KeyFile)
+	fix("admin.tls.cert_file", &c.Admin.TLS.CertFile)
+	fix("admin.tls.key_file", &c.Admin.TLS.KeyFile)
 	fix("hq.creds_file", &c.HQ.CredsFile)
 	fix("hq.ca_file", &c.HQ.CAFile)
 	fix("hq.cert_file", &c.HQ.CertFile)

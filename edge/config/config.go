@@ -84,6 +84,11 @@ type Config struct {
 	Admin struct {
 		Listen    string `yaml:"listen"`
 		TokenFile string `yaml:"token_file"`
+		// TLS is optional on the admin listener too (1.2 or later).
+		TLS struct {
+			CertFile string `yaml:"cert_file"`
+			KeyFile  string `yaml:"key_file"`
+		} `yaml:"tls"`
 	} `yaml:"admin"`
 	Redis struct {
 		Sentinels        []string `yaml:"sentinels"`
@@ -320,6 +325,9 @@ func (c *Config) Validate() error {
 	checkAddr("admin.listen", c.Admin.Listen)
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		add("tls", "cert_file and key_file go together: give both or neither")
+	}
+	if (c.Admin.TLS.CertFile == "") != (c.Admin.TLS.KeyFile == "") {
+		add("admin.tls", "cert_file and key_file go together: give both or neither")
 	}
 	if c.Admin.TokenFile == "" && !IsLoopback(c.Admin.Listen) {
 		add("admin.token_file", "required because admin.listen %q is not a loopback address", c.Admin.Listen)

@@ -58,6 +58,7 @@ func TestParseRejects(t *testing.T) {
 		{"fraction", "limits: {fallback_fraction: 1.5}\n", []string{"limits.fallback_fraction"}},
 		{"node id and tz", "node_id: 12\ntimezone: \"Mars/Olympus\"\n", []string{"node_id", "timezone"}},
 		{"tls half", "tls: {cert_file: \"/a\"}\n", []string{"tls"}},
+		{"admin tls half", "admin: {listen: \"127.0.0.1:8081\", tls: {key_file: \"/a\"}}\n", []string{"admin.tls:"}},
 		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},
 		{"min ack", "redis: {sentinels: [\"127.0.0.1:1\"], replicas: 1, min_replicas_ack: 2}\n", []string{"redis.min_replicas_ack"}},
 		{"retention", "journal: {path: \"/x\", retention: \"1h\"}\n", []string{"journal.retention"}},

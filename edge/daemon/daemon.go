@@ -23,6 +23,7 @@ import (
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/edge/reconcile"
 	"github.com/posedge/posedge/edge/status"
+	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/offline/diskspace"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/replay"
@@ -107,9 +108,12 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 4)
-	termSrv := &http.Server{Addr: cfg.Listen, Handler: term, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	adminSrv := &http.Server{Addr: cfg.Admin.Listen, Handler: admin, ReadHeaderTimeout: 5 * time.Second}
+	srvs, err := newServers(cfg, term, admin)
+	if err != nil {
+		return err
+	}
+	termSrv, adminSrv := srvs.term, srvs.admin
+	srvs.reloadOnHUP(ctx, log)
 	termLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s (listen): %w", cfg.Listen, err)
@@ -119,7 +123,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		termLn.Close()
 		return fmt.Errorf("listen %s (admin.listen): %w", cfg.Admin.Listen, err)
 	}
-	go func() { errc <- serve(adminSrv, adminLn, "", "") }()
+	go func() { errc <- httpguard.Serve(adminSrv, adminLn) }()
 
 	// Recovery before serving terminals: sales a crash left in Redis only
 	// are journaled, Redis's sequence is raised past the journal's.
@@ -136,7 +140,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 			errc <- fmt.Errorf("hq replay: %w", err)
 		}
 	}()
-	go func() { errc <- serve(termSrv, termLn, cfg.TLS.CertFile, cfg.TLS.KeyFile) }()
+	go func() { errc <- httpguard.Serve(termSrv, termLn) }()
 	d.ready.Store(true)
 	log.Info("posedge serving", "store_id", cfg.StoreID, "listen", cfg.Listen, "admin", cfg.Admin.Listen, "version", version)
 
@@ -171,19 +175,6 @@ func syncPace(cfg *config.Config) time.Duration {
 		n = 1
 	}
 	return p.Window.D() / time.Duration(n)
-}
-
-func serve(s *http.Server, ln net.Listener, cert, key string) error {
-	var err error
-	if cert != "" {
-		err = s.ServeTLS(ln, cert, key)
-	} else {
-		err = s.Serve(ln)
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("serve %s: %w", s.Addr, err)
 }
 
 // recover runs the ledger's start-up recovery; when Redis is unreachable
