@@ -98,8 +98,9 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	}
 	m.watchReplay(d.reg, d.replay)
 	httpMetrics := api.NewHTTPMetrics(d.reg)
-	term := api.NewTerminal(api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
-		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics})
+	termDeps := api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
+		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics}
+	term := api.NewTerminal(termDeps)
 	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
 		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
 		Status: func(ctx context.Context) any { return d.Status(ctx) }, SyncNow: d.replay.Kick,
@@ -112,6 +113,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return err
 	}
+	srvs.terminals = func(keys map[string]string) http.Handler { termDeps.Keys = keys; return api.NewTerminal(termDeps) }
 	termSrv, adminSrv := srvs.term, srvs.admin
 	srvs.reloadOnHUP(ctx, log)
 	termLn, err := net.Listen("tcp", cfg.Listen)

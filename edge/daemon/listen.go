@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -19,12 +21,19 @@ import (
 type servers struct {
 	term, admin *http.Server
 	certs       []*httpguard.Certificate
+	cfgPath     string
+	termKeys    map[string]string
+	// terminals builds the terminal API for a set of keys (sha256 →
+	// terminal id); nil = keys are not reloaded.
+	terminals func(keys map[string]string) http.Handler
+	termH     atomic.Pointer[http.Handler]
 }
 
 // newServers builds both servers: timeouts on each, TLS 1.2 or later
 // where the config gives a key pair (tls, admin.tls).
 func newServers(cfg *config.Config, term, admin http.Handler) (*servers, error) {
-	s := &servers{}
+	s := &servers{cfgPath: cfg.Path, termKeys: cfg.TerminalKeys()}
+	s.termH.Store(&term)
 	load := func(key, certFile, keyFile string) (*httpguard.Certificate, error) {
 		if certFile == "" {
 			return nil, nil
@@ -44,14 +53,41 @@ func newServers(cfg *config.Config, term, admin http.Handler) (*servers, error) 
 	if err != nil {
 		return nil, err
 	}
-	s.term = httpguard.NewServer(term, termCert)
+	// The terminal handler is swapped whole when SIGHUP brings new keys;
+	// requests in flight finish on the old one.
+	s.term = httpguard.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*s.termH.Load()).ServeHTTP(w, r)
+	}), termCert)
 	s.term.WriteTimeout = 30 * time.Second // terminal answers are small and quick
 	s.admin = httpguard.NewServer(admin, adminCert)
 	return s, nil
 }
 
-// reloadOnHUP reloads the certificates on SIGHUP until ctx ends: new
-// handshakes get the new pair, open connections are not dropped. A pair
+// reloadTerminals reads the config file again and, when it is valid and
+// its terminals changed, serves the terminal API with the new keys. Other
+// changed keys take effect at the next restart only.
+func (s *servers) reloadTerminals(log *slog.Logger) {
+	if s.terminals == nil || s.cfgPath == "" {
+		return
+	}
+	c, err := config.Load(s.cfgPath)
+	if err != nil {
+		log.Error("SIGHUP: config not reloaded, the terminal keys in use stay", "err", err)
+		return
+	}
+	keys := c.TerminalKeys()
+	if maps.Equal(keys, s.termKeys) {
+		return
+	}
+	h := s.terminals(keys)
+	s.termH.Store(&h)
+	s.termKeys = keys
+	log.Info("SIGHUP: terminal keys reloaded", "terminals", len(keys))
+}
+
+// reloadOnHUP reloads the certificates and the terminal keys on SIGHUP
+// until ctx ends: new handshakes get the new pair, new requests the new
+// keys; open connections are not dropped. A pair
 // that does not load is logged and the old one kept. (Windows has no
 // SIGHUP: restart the service there.)
 func (s *servers) reloadOnHUP(ctx context.Context, log *slog.Logger) {
@@ -74,6 +110,7 @@ func (s *servers) reloadLoop(ctx context.Context, log *slog.Logger, hup chan os.
 				}
 			}
 			log.Info("SIGHUP: certificates reloaded", "count", len(s.certs))
+			s.reloadTerminals(log)
 		}
 	}
 }

@@ -4,14 +4,19 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/pem"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -99,4 +104,86 @@ func mustRead(t *testing.T, p string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// SIGHUP reads the config again and serves the terminal API with its
+// keys: a new till's key works, a removed one no longer does, and a
+// keep-alive connection opened before stays open. A config that does
+// not load keeps the keys in use.
+func TestTerminalKeysReloadOnHUP(t *testing.T) {
+	dir := t.TempDir()
+	hash := func(key string) string { s := sha256.Sum256([]byte(key)); return hex.EncodeToString(s[:]) }
+	path := filepath.Join(dir, "posedge.yaml")
+	write := func(keyHash string) {
+		os.WriteFile(path, []byte(`store_id: "S1"
+listen: "127.0.0.1:18090"
+redis: {addr: "127.0.0.1:1"}
+journal: {path: "`+filepath.Join(dir, "j.db")+`"}
+hq: {nats_url: "nats://127.0.0.1:1"}
+terminals:
+  - {id: "T01", key_sha256: "`+keyHash+`"}
+`), 0o600)
+	}
+	write(hash("old-key-of-T01"))
+	cfg, err := config.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	termAPI := func(keys map[string]string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, key, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+			if _, ok := keys[hash(key)]; !ok {
+				w.WriteHeader(http.StatusUnauthorized)
+			}
+		})
+	}
+	s, err := newServers(&cfg, termAPI(cfg.TerminalKeys()), http.NotFoundHandler())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.terminals = termAPI
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go httpguard.Serve(s.term, ln)
+	defer s.term.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s.reloadOnHUP(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+
+	var conns atomic.Int64
+	kept := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, n, a string) (net.Conn, error) {
+		conns.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, n, a)
+	}}}
+	status := func(c *http.Client, key string) int {
+		req, _ := http.NewRequest("GET", "http://"+ln.Addr().String()+"/v1/items/X", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if status(kept, "old-key-of-T01") != 200 || status(kept, "new-key-of-T01") != 401 {
+		t.Fatal("keys before the reload")
+	}
+	os.WriteFile(path, []byte("store_id: [broken\n"), 0o600)
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	time.Sleep(200 * time.Millisecond)
+	if status(kept, "old-key-of-T01") != 200 {
+		t.Fatal("a config that does not load dropped the keys in use")
+	}
+	write(hash("new-key-of-T01"))
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	testenv.WaitFor(t, 5*time.Second, "new key accepted", func() bool { return status(kept, "new-key-of-T01") == 200 })
+	if status(kept, "old-key-of-T01") != 401 {
+		t.Error("the removed key still works")
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("%d connections dialled, want 1: the reload dropped the open one", n)
+	}
 }
