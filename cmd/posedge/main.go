@@ -43,6 +43,7 @@ Usage:
   posedge journal      rebuild-counters --date YYYYMMDD --config FILE
   posedge sync         now | manifest [--date D] | quarantine list|retry [FLOW_NO...] --config FILE
   posedge support-bundle [--config FILE] [--out FILE]   one archive for support
+  posedge gen-admin-token [--out FILE] | gen-terminal-key ID   new secret and its config line
   posedge version
 `
 
@@ -83,6 +84,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return (&syncCommand{}).Run(ctx, rest, stdout)
 	case "support-bundle":
 		return (&supportBundleCommand{}).Run(ctx, rest, stdout)
+	case "gen-admin-token", "gen-terminal-key":
+		return (&genCommand{what: cmd}).Run(ctx, rest, stdout)
 	case "install", "uninstall", "start", "stop", "restart", "status-service":
 		return (&serviceCommand{action: cmd}).Run(ctx, rest, stdout)
 	case "version", "--version", "-v":

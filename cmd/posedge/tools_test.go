@@ -227,6 +227,59 @@ func TestToolSystemdAnalyzeVerify(t *testing.T) {
 	}
 }
 
+// The unit's sandbox scores at most 2.0 in `systemd-analyze security
+// --offline=yes`, installed and packaged alike; the check has teeth: the
+// same unit without its sandbox is far above.
+func TestToolSystemdAnalyzeSecurity(t *testing.T) {
+	sa := needTool(t, "systemd-analyze", "systemd")
+	dir := t.TempDir()
+	overall := regexp.MustCompile(`Overall exposure level for posedge\.service: ([0-9.]+)`)
+	score := func(name, unit string) float64 {
+		t.Helper()
+		udir := filepath.Join(dir, name)
+		if err := os.MkdirAll(udir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(udir, "posedge.service")
+		if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := runTool(t, nil, sa, "security", "--offline=yes", "--no-pager", path)
+		m := overall.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security (%s): no overall level:\n%s", name, out)
+		}
+		var f float64
+		fmt.Sscan(m[1], &f)
+		if f > 2.0 {
+			t.Logf("%s", out)
+		}
+		return f
+	}
+	installed := renderUnit(unitParams{Exe: "/usr/local/bin/posedge", Config: "/etc/posedge/posedge.yaml", Journal: "/srv/posedge/journal.db"})
+	for name, unit := range map[string]string{"packaged": mustRead(t, packagedUnitFile), "installed": installed} {
+		if f := score(name, unit); f > 2.0 {
+			t.Errorf("%s unit: exposure %.1f, want at most 2.0", name, f)
+		}
+	}
+	var bare []string
+	inSandbox := false
+	for _, l := range strings.Split(installed, "\n") {
+		switch {
+		case strings.HasPrefix(l, "# Sandbox:"):
+			inSandbox = true
+		case inSandbox && strings.HasPrefix(l, "LimitNOFILE"):
+			inSandbox = false
+		}
+		if !inSandbox {
+			bare = append(bare, l)
+		}
+	}
+	if f := score("bare", strings.Join(bare, "\n")); f < 5 {
+		t.Errorf("the unit without its sandbox scores %.1f: the check cannot tell", f)
+	}
+}
+
 // lintian on the .deb files `make package` built: no errors.
 func TestToolLintian(t *testing.T) {
 	lintian := needTool(t, "lintian", "lintian")

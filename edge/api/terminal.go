@@ -15,6 +15,7 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/httpguard"
 )
 
 // TerminalDeps are what the terminal API needs.
@@ -71,7 +72,7 @@ func NewTerminal(d TerminalDeps) http.Handler {
 	mux.Handle("/", t.guard("", func(w http.ResponseWriter, r *http.Request, _ string) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	}))
-	return d.HTTP.wrap("terminal", mux)
+	return d.HTTP.wrap("terminal", httpguard.CleanPaths(mux))
 }
 
 func sourceAddr(r *http.Request) string {

@@ -62,6 +62,7 @@ func TestParseRejects(t *testing.T) {
 		{"fraction not a number", "limits: {fallback_fraction: .nan}\n", []string{"limits.fallback_fraction"}},
 		{"node id and tz", "node_id: 12\ntimezone: \"Mars/Olympus\"\n", []string{"node_id", "timezone"}},
 		{"tls half", "tls: {cert_file: \"/a\"}\n", []string{"tls"}},
+		{"admin tls half", "admin: {listen: \"127.0.0.1:8081\", tls: {key_file: \"/a\"}}\n", []string{"admin.tls:"}},
 		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},
 		{"min ack", "redis: {sentinels: [\"127.0.0.1:1\"], replicas: 1, min_replicas_ack: 2}\n", []string{"redis.min_replicas_ack"}},
 		{"retention", "journal: {path: \"/x\", retention: \"1h\"}\n", []string{"journal.retention"}},
@@ -174,6 +175,63 @@ func TestHQNATSURL(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "hunter2") {
 				t.Errorf("error prints the password:\n%v", err)
+			}
+		})
+	}
+}
+
+// An admin token file that is missing, empty, blank or short is refused
+// naming admin.token_file, on loopback too, and its content is never
+// quoted; a long token is accepted; no file is refused off loopback only.
+func TestAdminTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	long := "Zq7-" + strings.Repeat("k", 28) // exactly 32
+	cases := []struct {
+		name, listen, file string
+		ok                 bool
+	}{
+		{"empty file on LAN", "0.0.0.0:8081", write("empty", ""), false},
+		{"blank file on LAN", "0.0.0.0:8081", write("blank", " \n\t\n"), false},
+		{"6 characters on LAN", "0.0.0.0:8081", write("six", "s3cr3t\n"), false},
+		{"31 characters on LAN", "0.0.0.0:8081", write("short", " "+long[:31]+"\n"), false},
+		{"two words", "0.0.0.0:8081", write("words", long+" "+long), false},
+		{"missing file", "0.0.0.0:8081", filepath.Join(dir, "nope"), false},
+		{"short file on loopback", "127.0.0.1:8081", write("six2", "s3cr3t"), false},
+		{"32 characters on LAN", "0.0.0.0:8081", write("ok", "\n "+long+" \n"), true},
+		{"no file on loopback", "127.0.0.1:8081", "", true},
+		{"no file on LAN", "0.0.0.0:8081", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			extra := "admin: {listen: \"" + tc.listen + "\"}\n"
+			if tc.file != "" {
+				extra = "admin: {listen: \"" + tc.listen + "\", token_file: \"" + tc.file + "\"}\n"
+			}
+			p := write("posedge.yaml", withSection(minimal, extra))
+			c, err := Load(p)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tok, err := c.AdminToken(); err != nil || (tc.file != "" && tok != long) {
+					t.Errorf("AdminToken %q, %v", tok, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "admin.token_file:") {
+				t.Fatalf("not refused naming admin.token_file: %v", err)
+			}
+			for _, leak := range []string{"s3cr3t", long[:31]} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("error quotes the token: %v", err)
+				}
 			}
 		})
 	}

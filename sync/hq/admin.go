@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/posedge/posedge/internal/httpguard"
 )
 
 // Readiness tells why the receiver is not consuming yet, or nil.
@@ -34,7 +36,7 @@ func NewAdminHandler(store Store, recv Readiness, metrics *Metrics, log *slog.Lo
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such path")
 	})
-	return mux
+	return httpguard.CleanPaths(mux)
 }
 
 type admin struct {

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -48,6 +49,8 @@ type Config struct {
 	StreamReplicas  int    // copies of the stream in a JetStream cluster: 1, 3 or 5
 	Database        string // sqlite://PATH or postgres://…
 	AdminListen     string
+	AdminTokenFile  string   // bearer token of the admin API; required unless AdminListen is loopback
+	AdminTLS        AdminTLS // optional TLS of the admin listener
 	BatchSize       int
 	SilentAfter     time.Duration
 	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
@@ -60,6 +63,12 @@ type Config struct {
 // TLSConfig is the optional TLS setup of the NATS connection.
 type TLSConfig struct {
 	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// AdminTLS is the optional certificate of the admin listener.
+type AdminTLS struct {
 	CertFile string
 	KeyFile  string
 }
@@ -93,7 +102,12 @@ type fileConfig struct {
 	StreamReplicas  *string        `yaml:"stream_replicas"`
 	Database        *string        `yaml:"database"`
 	Admin           *struct {
-		Listen *string `yaml:"listen"`
+		Listen    *string `yaml:"listen"`
+		TokenFile *string `yaml:"token_file"`
+		TLS       *struct {
+			CertFile *string `yaml:"cert_file"`
+			KeyFile  *string `yaml:"key_file"`
+		} `yaml:"tls"`
 	} `yaml:"admin"`
 	BatchSize   *string `yaml:"batch_size"`
 	SilentAfter *string `yaml:"silent_after"`
@@ -164,22 +178,20 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(path, data)
 }
 
-var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] (.*)$`)
-
 // ParseConfig parses and validates config data; file names it in errors.
 func ParseConfig(file string, data []byte) (Config, error) {
 	var fc fileConfig
 	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.Strict()); err != nil {
 		// goccy/go-yaml errors are "[line:col] message" followed by the
-		// source; keep the first line in the usual file:line:col form.
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		if m := yamlPos.FindStringSubmatch(msg); m != nil {
-			msg = m[3]
+		// source, which may show a secret next to the typo: keep the
+		// position and the message only, in the usual file:line:col form.
+		line, col, msg := secret.YAMLError(err, data)
+		if line > 0 {
 			if strings.Contains(msg, "cannot unmarshal") {
 				msg = "wrong type of value: " + msg
 			}
 			return Config{}, &ValidationError{Problems: []*ConfigError{{
-				File: fmt.Sprintf("%s:%s:%s", file, m[1], m[2]), Err: errors.New(msg)}}}
+				File: fmt.Sprintf("%s:%d:%d", file, line, col), Err: errors.New(msg)}}}
 		}
 		return Config{}, &ValidationError{Problems: []*ConfigError{{File: file, Err: errors.New(msg)}}}
 	}
@@ -202,6 +214,11 @@ func ParseConfig(file string, data []byte) (Config, error) {
 	str(&c.Database, fc.Database)
 	if fc.Admin != nil {
 		str(&c.AdminListen, fc.Admin.Listen)
+		str(&c.AdminTokenFile, fc.Admin.TokenFile)
+		if fc.Admin.TLS != nil {
+			str(&c.AdminTLS.CertFile, fc.Admin.TLS.CertFile)
+			str(&c.AdminTLS.KeyFile, fc.Admin.TLS.KeyFile)
+		}
 	}
 	v.duration(&c.DuplicateWindow, "duplicate_window", fc.DuplicateWindow, time.Second, 0)
 	v.duration(&c.SilentAfter, "silent_after", fc.SilentAfter, time.Second, 0)
@@ -302,6 +319,45 @@ func (c *Config) validate(v *validator) {
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		v.add("admin.listen", c.AdminListen, errors.New("bad port"))
 	}
+	switch {
+	case c.AdminTokenFile != "":
+		if _, err := secret.ReadToken(c.AdminTokenFile); err != nil {
+			v.add("admin.token_file", "", err)
+		}
+	case !isLoopback(c.AdminListen) && validHostPort(c.AdminListen):
+		v.add("admin.token_file", "", fmt.Errorf("required because admin.listen %q is not a loopback address", c.AdminListen))
+	}
+	v.file0("admin.tls.cert_file", c.AdminTLS.CertFile)
+	v.file0("admin.tls.key_file", c.AdminTLS.KeyFile)
+	if (c.AdminTLS.CertFile == "") != (c.AdminTLS.KeyFile == "") {
+		v.add("admin.tls", "", errors.New("cert_file and key_file go together: set both or neither"))
+	}
+}
+
+// AdminToken reads admin.token_file; "" when none is set.
+func (c *Config) AdminToken() (string, error) {
+	if c.AdminTokenFile == "" {
+		return "", nil
+	}
+	return secret.ReadToken(c.AdminTokenFile)
+}
+
+func validHostPort(s string) bool {
+	_, _, err := net.SplitHostPort(s)
+	return err == nil
+}
+
+// isLoopback reports whether a host:port listens on loopback only.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // file0 checks that an optional file setting names a readable file.
@@ -372,10 +428,6 @@ func ParseDatabaseURL(s string) (DatabaseURL, error) {
 	}
 }
 
-// userinfoPassword matches the password of a URL's user info.
-var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@`)
-
-// redactURL hides a password in a database URL before it is printed.
-func redactURL(s string) string {
-	return userinfoPassword.ReplaceAllString(s, "${1}:xxxxx@")
-}
+// redactURL hides the credentials of a database or NATS URL (or a
+// comma-separated list of them) before it is printed.
+func redactURL(s string) string { return secret.RedactURLs(s) }

@@ -36,6 +36,7 @@ func TestLoadConfigFull(t *testing.T) {
 	for _, f := range []string{"hq.creds", "ca.pem", "cert.pem", "key.pem"} {
 		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
 	}
+	os.WriteFile(filepath.Join(dir, "admin.token"), []byte(strings.Repeat("t", 40)+"\n"), 0o600)
 	path := filepath.Join(dir, "hq.yaml")
 	os.WriteFile(path, []byte(`
 nats_url: "tls://hq1.example:4222,tls://hq2.example:4222"
@@ -46,7 +47,7 @@ subject_prefix: "eu.pos.txn"
 duplicate_window: "10m"
 stream_replicas: 3
 database: "postgres://hq:secret@db.example:5432/hq?sslmode=verify-full"
-admin: {listen: "0.0.0.0:9000"}
+admin: {listen: "0.0.0.0:9000", token_file: "`+dir+`/admin.token", tls: {cert_file: "`+dir+`/cert.pem", key_file: "`+dir+`/key.pem"}}
 batch_size: 500
 silent_after: "15m"
 ack_wait: "45s"
@@ -61,7 +62,8 @@ max_sale_cents: 1000000000000000
 	}
 	if c.TLS.CertFile != dir+"/cert.pem" || c.Stream != "POS_TXN_EU" || c.SubjectPrefix != "eu.pos.txn" ||
 		c.DuplicateWindow != 10*time.Minute || c.StreamReplicas != 3 || c.AdminListen != "0.0.0.0:9000" || c.BatchSize != 500 ||
-		c.SilentAfter != 15*time.Minute || c.AckWait != 45*time.Second || !strings.HasPrefix(c.Database, "postgres://") {
+		c.SilentAfter != 15*time.Minute || c.AckWait != 45*time.Second || !strings.HasPrefix(c.Database, "postgres://") ||
+		c.AdminTokenFile != dir+"/admin.token" || c.AdminTLS.KeyFile != dir+"/key.pem" {
 		t.Fatalf("config = %+v", c)
 	}
 }
@@ -157,5 +159,50 @@ func TestParseDatabaseURL(t *testing.T) {
 		if err != nil || u.Kind != tc.kind || u.Path != tc.path {
 			t.Errorf("ParseDatabaseURL(%q) = %+v, %v", tc.in, u, err)
 		}
+	}
+}
+
+// The admin token follows posedge's rule: a token file that is missing,
+// empty, blank or shorter than 32 characters is refused naming
+// admin.token_file, its content never quoted; no file is refused off
+// loopback only. Half a TLS pair is refused too.
+func TestAdminTokenAndTLS(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o600)
+		return p
+	}
+	long := strings.Repeat("Q", 32)
+	cert := write("cert.pem", "x")
+	cases := []struct {
+		name, admin string
+		wantKey     string // "" = accepted
+	}{
+		{"empty on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("empty", "") + `"}`, "admin.token_file"},
+		{"blank on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("blank", "  \n") + `"}`, "admin.token_file"},
+		{"6 characters on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("six", "s3cr3t") + `"}`, "admin.token_file"},
+		{"short on loopback", `{listen: "127.0.0.1:9000", token_file: "` + write("six2", "s3cr3t") + `"}`, "admin.token_file"},
+		{"none on LAN", `{listen: "0.0.0.0:9000"}`, "admin.token_file"},
+		{"none on loopback", `{listen: "127.0.0.1:9000"}`, ""},
+		{"long on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("long", long+"\n") + `"}`, ""},
+		{"half TLS", `{listen: "127.0.0.1:9000", tls: {cert_file: "` + cert + `"}}`, "admin.tls"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := hq.ParseConfig("hq.yaml", []byte("nats_url: \"nats://127.0.0.1:4222\"\nadmin: "+tc.admin+"\n"))
+			if tc.wantKey == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantKey+":") {
+				t.Fatalf("not refused naming %s: %v", tc.wantKey, err)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error quotes the token: %v", err)
+			}
+		})
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 )
 
@@ -40,26 +41,47 @@ func (s *Server) Run(ctx context.Context) error {
 	recv := NewReceiver(s.cfg, store, metrics, s.log, "")
 	metrics.ObserveReceiver(recv, store, s.log)
 
+	srv, err := s.adminServer(NewAdminHandler(store, recv, metrics, s.log))
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", s.cfg.AdminListen)
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
-	srv := &http.Server{
-		Handler:           NewAdminHandler(store, recv, metrics, s.log),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- httpguard.Serve(srv, ln) }()
 
 	rerr := recv.Run(ctx)
 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(sctx)
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := <-served; err != nil {
 		return errors.Join(rerr, fmt.Errorf("admin listener: %w", err))
 	}
 	s.log.Info("posedge-hq stopped")
 	return rerr
+}
+
+// adminServer wraps the admin API in the bearer check (admin.token_file;
+// /healthz stays open for load balancers; 10 failures a minute per
+// address, then 429) and serves it with timeouts and, with admin.tls,
+// TLS 1.2 or later.
+func (s *Server) adminServer(h http.Handler) (*http.Server, error) {
+	tok, err := s.cfg.AdminToken()
+	if err != nil {
+		return nil, fmt.Errorf("admin.token_file: %w", err)
+	}
+	var cert *httpguard.Certificate
+	if s.cfg.AdminTLS.CertFile != "" {
+		if cert, err = httpguard.LoadCertificate(s.cfg.AdminTLS.CertFile, s.cfg.AdminTLS.KeyFile); err != nil {
+			return nil, fmt.Errorf("admin.tls: %w", err)
+		}
+	}
+	guard := httpguard.NewAuthGuard(10, time.Minute, time.Now)
+	open := func(r *http.Request) bool { return r.URL.Path == "/healthz" }
+	srv := httpguard.NewServer(httpguard.RequireBearer(tok, guard, open, h), cert)
+	srv.ErrorLog = slog.NewLogLogger(s.log.Handler(), slog.LevelWarn)
+	return srv, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // link is one NATS connection to HQ and its JetStream context.
@@ -67,6 +68,10 @@ func (r *Replayer) natsOptions() []nats.Option {
 	}
 	opts := []nats.Option{
 		nats.Name("posedge " + r.cfg.StoreID),
+		// Replies (PubAcks, HQ's answers) come to _INBOX.<store>.…, so
+		// that HQ's NATS can allow each store to read its own only
+		// (docs/security.md).
+		nats.CustomInboxPrefix(wire.InboxPrefix(r.cfg.StoreID)),
 		nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(r.reconnectDelay),

@@ -16,6 +16,7 @@ import (
 
 	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -378,7 +379,7 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 
 func (r *Replayer) setError(err error) {
 	r.mu.Lock()
-	r.st.LastError = hint(err)
+	r.st.LastError = secret.RedactURLs(hint(err)) // status is read by people and support bundles
 	r.mu.Unlock()
 }
 

@@ -34,6 +34,11 @@ func HeartbeatSubject(prefix, storeID string) string { return prefix + "." + sto
 // HaveSubject is the request subject for a store's "what do you hold" query.
 func HaveSubject(storeID string) string { return HaveSubjectPrefix + "." + storeID }
 
+// InboxPrefix is where a store's replies (JetStream acks, HQ's answers)
+// are sent: "_INBOX.<store_id>", so that its NATS user may subscribe to
+// its own replies only.
+func InboxPrefix(storeID string) string { return "_INBOX." + storeID }
+
 // MsgID is the Nats-Msg-Id of a transaction.
 func MsgID(storeID, flowNo string) string { return storeID + "." + flowNo }
 
