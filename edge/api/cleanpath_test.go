@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/internal/jsonhttp"
 )
 
 // rawGet sends the request line exactly as given (no client cleans or
@@ -60,7 +62,7 @@ func TestUncleanPathsAre404(t *testing.T) {
 		for _, p := range unclean {
 			t.Run(l.name+" "+p, func(t *testing.T) {
 				res, body := rawGet(t, l.base, p, l.auth)
-				var eb errorBody
+				var eb jsonhttp.ErrorBody
 				if res.StatusCode != http.StatusNotFound || json.Unmarshal(body, &eb) != nil || eb.Error.Code != "not_found" ||
 					res.Header.Get("Location") != "" {
 					t.Errorf("%d Location=%q %s, want 404 not_found", res.StatusCode, res.Header.Get("Location"), body)

@@ -1,9 +1,10 @@
 package httpguard
 
 import (
-	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/posedge/posedge/internal/jsonhttp"
 )
 
 // CleanPaths answers 404 not_found (the contract's error body) for a
@@ -48,7 +49,5 @@ func Clean(path, escaped string) bool {
 // WriteError writes the contract's error body:
 // {"error": {"code": "…", "message": "…"}}.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	jsonhttp.Error(w, status, code, msg)
 }

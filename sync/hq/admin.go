@@ -2,7 +2,6 @@ package hq
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/posedge/posedge/internal/httpguard"
+	"github.com/posedge/posedge/internal/jsonhttp"
 )
 
 // Readiness tells why the receiver is not consuming yet, or nil.
@@ -104,12 +104,7 @@ func (a *admin) completeness(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonhttp.Write(w, status, v) }
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	jsonhttp.Error(w, status, code, msg)
 }
