@@ -17,6 +17,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // ErrNoConfig means the config file does not exist, as opposed to a file
@@ -79,6 +80,10 @@ type Config struct {
 		CertFile string `yaml:"cert_file"`
 		KeyFile  string `yaml:"key_file"`
 	} `yaml:"tls"`
+	// MaxSaleCents bounds every price, line (qty × price_cents) and total
+	// of one sale or refund (contract §2); 1..wire.MaxSaleCentsLimit.
+	MaxSaleCents int64 `yaml:"max_sale_cents"`
+
 	Admin struct {
 		Listen    string `yaml:"listen"`
 		TokenFile string `yaml:"token_file"`
@@ -147,6 +152,7 @@ func Defaults() Config {
 	var c Config
 	c.Timezone = "UTC"
 	c.Listen = "0.0.0.0:8080"
+	c.MaxSaleCents = wire.DefaultMaxSaleCents
 	c.Admin.Listen = "127.0.0.1:8081"
 	c.Redis.MasterName = "posedge"
 	c.Redis.Replicas = 2
@@ -292,6 +298,9 @@ func (c *Config) Validate() error {
 	checkAddr("admin.listen", c.Admin.Listen)
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		add("tls", "cert_file and key_file go together: give both or neither")
+	}
+	if c.MaxSaleCents < 1 || c.MaxSaleCents > wire.MaxSaleCentsLimit {
+		add("max_sale_cents", "must be 1-%d (so that sums of lines never overflow), got %d", wire.MaxSaleCentsLimit, c.MaxSaleCents)
 	}
 	if c.Admin.TokenFile == "" && !IsLoopback(c.Admin.Listen) {
 		add("admin.token_file", "required because admin.listen %q is not a loopback address", c.Admin.Listen)

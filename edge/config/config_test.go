@@ -30,6 +30,9 @@ func TestParseMinimalGetsContractDefaults(t *testing.T) {
 	if *c.Redis.MinReplicasAck != 1 || c.HQ.BatchSize != 500 || c.HQ.SubjectPrefix != "pos.txn" || c.Timezone != "UTC" {
 		t.Errorf("defaults not applied: %+v", c)
 	}
+	if c.MaxSaleCents != 100_000_000_000 {
+		t.Errorf("max_sale_cents default %d", c.MaxSaleCents)
+	}
 	if c.HQ.BacklogCritAge.D() != time.Hour || c.Journal.WarnFreeBytes != 1<<30 {
 		t.Errorf("defaults not applied: %+v", c)
 	}
@@ -61,6 +64,9 @@ func TestParseRejects(t *testing.T) {
 		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},
 		{"min ack", "redis: {sentinels: [\"127.0.0.1:1\"], replicas: 1, min_replicas_ack: 2}\n", []string{"redis.min_replicas_ack"}},
 		{"retention", "journal: {path: \"/x\", retention: \"1h\"}\n", []string{"journal.retention"}},
+		{"max sale zero", "max_sale_cents: 0\n", []string{"max_sale_cents: must be 1-1000000000000000"}},
+		{"max sale negative", "max_sale_cents: -5\n", []string{"max_sale_cents: must be"}},
+		{"max sale above the bound", "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents: must be"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

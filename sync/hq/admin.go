@@ -30,6 +30,7 @@ func NewAdminHandler(store Store, recv Readiness, metrics *Metrics, log *slog.Lo
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
 	mux.HandleFunc("GET /v1/stores/{store_id}/watermark", a.watermark)
 	mux.HandleFunc("GET /v1/completeness", a.completeness)
+	mux.HandleFunc("GET /v1/stores/{store_id}/quarantine", a.quarantine)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such path")
 	})
@@ -73,6 +74,22 @@ func (a *admin) watermark(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, wm)
+}
+
+// quarantine lists the store's quarantined transactions (docs/hq-sync.md).
+func (a *admin) quarantine(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("store_id")
+	if !storeIDPattern.MatchString(id) {
+		writeError(w, http.StatusBadRequest, "invalid_store_id", "store ID must be 1-32 of [A-Za-z0-9_-]")
+		return
+	}
+	qs, err := a.store.Quarantined(r.Context(), id)
+	if err != nil {
+		a.log.Error("quarantine", "store_id", id, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database did not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"store_id": id, "quarantined": qs})
 }
 
 func (a *admin) completeness(w http.ResponseWriter, r *http.Request) {

@@ -49,6 +49,10 @@ type Config struct {
 	BatchSize       int
 	SilentAfter     time.Duration
 	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
+
+	// MaxSaleCents bounds every price, line and total of a stored
+	// transaction; a message above it is quarantined (docs/hq-sync.md).
+	MaxSaleCents int64
 }
 
 // TLSConfig is the optional TLS setup of the NATS connection.
@@ -70,6 +74,7 @@ func DefaultConfig() Config {
 		BatchSize:       DefaultBatchSize,
 		SilentAfter:     DefaultSilentAfter,
 		AckWait:         DefaultAckWait,
+		MaxSaleCents:    wire.DefaultMaxSaleCents,
 	}
 }
 
@@ -89,6 +94,8 @@ type fileConfig struct {
 	BatchSize   *string `yaml:"batch_size"`
 	SilentAfter *string `yaml:"silent_after"`
 	AckWait     *string `yaml:"ack_wait"`
+
+	MaxSaleCents *string `yaml:"max_sale_cents"`
 }
 
 type fileTLSConfig struct {
@@ -204,6 +211,17 @@ func ParseConfig(file string, data []byte) (Config, error) {
 			v.add("batch_size", *fc.BatchSize, fmt.Errorf("must be between 1 and %d", maxBatchSize))
 		default:
 			c.BatchSize = n
+		}
+	}
+	if fc.MaxSaleCents != nil {
+		n, err := strconv.ParseInt(strings.TrimSpace(*fc.MaxSaleCents), 10, 64)
+		switch {
+		case err != nil:
+			v.add("max_sale_cents", *fc.MaxSaleCents, errors.New("not a whole number of cents"))
+		case n < 1 || n > wire.MaxSaleCentsLimit:
+			v.add("max_sale_cents", *fc.MaxSaleCents, fmt.Errorf("must be between 1 and %d", wire.MaxSaleCentsLimit))
+		default:
+			c.MaxSaleCents = n
 		}
 	}
 	c.validate(&v)

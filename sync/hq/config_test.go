@@ -25,7 +25,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	if c.Stream != "POS_TXN" || c.SubjectPrefix != "pos.txn" || c.DuplicateWindow != 2*time.Minute ||
 		c.Database != "sqlite:///var/lib/posedge-hq/hq.db" || c.AdminListen != "127.0.0.1:8090" ||
-		c.BatchSize != 256 || c.SilentAfter != 5*time.Minute || c.AckWait != 30*time.Second {
+		c.BatchSize != 256 || c.SilentAfter != 5*time.Minute || c.AckWait != 30*time.Second || c.MaxSaleCents != 100_000_000_000 {
 		t.Fatalf("defaults = %+v", c)
 	}
 }
@@ -48,10 +48,14 @@ admin: {listen: "0.0.0.0:9000"}
 batch_size: 500
 silent_after: "15m"
 ack_wait: "45s"
+max_sale_cents: 1000000000000000
 `), 0o644)
 	c, err := hq.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.MaxSaleCents != 1_000_000_000_000_000 {
+		t.Fatalf("max_sale_cents = %d, want the largest allowed", c.MaxSaleCents)
 	}
 	if c.TLS.CertFile != dir+"/cert.pem" || c.Stream != "POS_TXN_EU" || c.SubjectPrefix != "eu.pos.txn" ||
 		c.DuplicateWindow != 10*time.Minute || c.AdminListen != "0.0.0.0:9000" || c.BatchSize != 500 ||
@@ -87,6 +91,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"admin listen", base + "admin: {listen: \"8090\"}\n", []string{"admin.listen", "host:port"}},
 		{"creds missing", base + "creds_file: /nonexistent/hq.creds\n", []string{"creds_file", "cannot read"}},
 		{"cert without key", base + "tls: {cert_file: /etc/hostname}\n", []string{"tls", "both or neither"}},
+		{"max sale zero", base + "max_sale_cents: 0\n", []string{"max_sale_cents", "between 1 and 1000000000000000"}},
+		{"max sale above the bound", base + "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents", "between 1 and"}},
+		{"max sale not a number", base + "max_sale_cents: 1e9\n", []string{"max_sale_cents", "not a whole number"}},
 		{"wrong type", base + "admin: 3\n", []string{":2:8"}},
 		{"syntax", "nats_url: [\n", []string{":1:"}},
 		{"every problem at once", "duplicate_window: x\nbatch_size: -1\ndatabase: \"x\"\n",

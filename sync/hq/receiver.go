@@ -320,6 +320,7 @@ func (r *Receiver) decode(batch []jetstream.Msg) decoded {
 			r.terminate(jm, err)
 			continue
 		}
+		Screen(&m, r.cfg.MaxSaleCents)
 		b.msgs = append(b.msgs, m)
 		b.jms = append(b.jms, jm)
 	}
@@ -354,6 +355,15 @@ func (r *Receiver) done(jm jetstream.Msg, m *Msg, o Outcome) {
 	if o == Conflict {
 		r.log.Warn("conflict: a different transaction is stored under this flow number; kept in the conflicts table",
 			"store_id", m.StoreID, "flow_no", m.Txn.FlowNo, "terminal_id", m.Txn.TerminalID)
+	}
+	if o == Quarantined {
+		reason, detail := m.Quarantine, m.QuarantineDetail
+		if reason == "" { // InsertBatch found the day totals full
+			reason, detail = QuarantineDayOverflow, dayOverflowDetail(m)
+		}
+		r.metrics.quarantined.WithLabelValues(reason).Inc()
+		r.log.Error("transaction quarantined: kept in the quarantine table, neither stored nor counted (GET /v1/stores/{store_id}/quarantine)",
+			"store_id", m.StoreID, "flow_no", m.Txn.FlowNo, "terminal_id", m.Txn.TerminalID, "reason", reason, "detail", detail)
 	}
 	if err := jm.Ack(); err != nil {
 		// It was committed: the redelivery is a duplicate.
