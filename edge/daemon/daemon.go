@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("rate limiter: %w", err)
 	}
-	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(),
+	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(), MaxSaleCents: cfg.MaxSaleCents,
 		RedisTimeout: cfg.Redis.Timeout.D(), MinReplicasAck: *cfg.Redis.MinReplicasAck, WaitTimeout: cfg.Redis.WaitTimeout.D()},
 		d.rdb, j, log, d.reg)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // Config of a ledger.
@@ -30,6 +31,7 @@ type Config struct {
 	MinReplicasAck int           // WAIT for this many replicas after money writes
 	WaitTimeout    time.Duration
 	IdemTTL        time.Duration // how long Redis keeps an idempotency record; ≥ 24h
+	MaxSaleCents   int64         // every price, line and total at most this; 0 = wire.DefaultMaxSaleCents
 }
 
 // Ledger records sales and refunds.
@@ -105,6 +107,9 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	if cfg.WaitTimeout <= 0 {
 		cfg.WaitTimeout = 100 * time.Millisecond // WAIT 0 would block for ever
 	}
+	if cfg.MaxSaleCents <= 0 {
+		cfg.MaxSaleCents = wire.DefaultMaxSaleCents
+	}
 	if cfg.IdemTTL < 24*time.Hour {
 		cfg.IdemTTL = 48 * time.Hour
 	}
@@ -148,6 +153,10 @@ func seqOfFlow(flow string) int64 {
 	}
 	return 0
 }
+
+// Bounds are what a request to this ledger is checked against now:
+// max_sale_cents and the daemon's clock.
+func (l *Ledger) Bounds() Bounds { return Bounds{MaxCents: l.cfg.MaxSaleCents, Now: l.now()} }
 
 // Degraded reports whether sales are currently journaled without Redis.
 func (l *Ledger) Degraded() bool { return l.redisDown.Load() }

@@ -26,6 +26,9 @@ var (
 type Fields struct {
 	Names []string
 	Below map[string]*Fields // the object (or the array of objects) under a key
+	// Opaque: the value is kept raw and checked by whoever decodes it
+	// later (a json.RawMessage), so Check does not look inside it.
+	Opaque bool
 }
 
 // MaxDepth bounds the nesting Check follows (encoding/json allows
@@ -52,6 +55,10 @@ func Check(body []byte, f *Fields) error {
 func walk(d *json.Decoder, f *Fields, depth int) error {
 	if depth > MaxDepth {
 		return errors.New("JSON nested too deep")
+	}
+	if f != nil && f.Opaque {
+		var raw json.RawMessage
+		return d.Decode(&raw)
 	}
 	tok, err := d.Token()
 	if err != nil {
@@ -115,12 +122,21 @@ func Fold(s string) string {
 
 // FieldsOf describes the JSON keys encoding/json maps to the fields of
 // the struct v points to (or is), following struct, pointer and slice
-// fields and embedded structs; nil when v is no struct.
+// fields and embedded structs; nil when v is no struct. A json.RawMessage
+// (or a slice of them) is Opaque: its decoder checks it.
 func FieldsOf(v any) *Fields {
 	return fieldsOf(reflect.TypeOf(v), 0)
 }
 
+var rawMessage = reflect.TypeOf(json.RawMessage(nil))
+
 func fieldsOf(t reflect.Type, depth int) *Fields {
+	for t != nil && t != rawMessage && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+		t = t.Elem()
+	}
+	if t == rawMessage {
+		return &Fields{Opaque: true}
+	}
 	for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 		t = t.Elem()
 	}

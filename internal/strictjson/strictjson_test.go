@@ -61,8 +61,20 @@ var errMalformed = errors.New("malformed")
 func TestFieldsOf(t *testing.T) {
 	f := strictjson.FieldsOf(&sale{})
 	if len(f.Names) != 3 || f.Names[0] != "lines" || f.Names[2] != "note" || f.Below["lines"] == nil ||
-		len(f.Below["lines"].Names) != 2 || f.Below["total_cents"] != nil {
+		len(f.Below["lines"].Names) != 2 || !f.Below["total_cents"].Opaque || f.Below["note"] != nil {
 		t.Fatalf("%+v", f)
+	}
+	batch := strictjson.FieldsOf(&struct {
+		Sales []json.RawMessage `json:"sales"`
+	}{})
+	if !batch.Below["sales"].Opaque {
+		t.Fatalf("raw sales not opaque: %+v", batch.Below["sales"])
+	}
+	if err := strictjson.Check([]byte(`{"sales":[{"a":1,"a":2}]}`), batch); err != nil {
+		t.Fatalf("checked inside a raw value: %v", err)
+	}
+	if err := strictjson.Check([]byte(`{"sales":[],"sales":[]}`), batch); !errors.Is(err, strictjson.ErrDuplicateKey) {
+		t.Fatalf("duplicate beside a raw value: %v", err)
 	}
 	if strictjson.FieldsOf(3) != nil {
 		t.Fatal("an int has fields")
