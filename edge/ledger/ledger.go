@@ -63,6 +63,7 @@ type metrics struct {
 	degraded       prometheus.Gauge
 	recovered      prometheus.Counter
 	failovers      prometheus.Counter
+	unappliable    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -83,6 +84,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Sales found applied in Redis but missing from the journal (a crash between the two), journaled late."}),
 		failovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_redis_master_changes_total",
 			Help: "Redis master changes seen (Sentinel failover or restart); each triggers a repair from the journal."}),
+		unappliable: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_unappliable_transactions_total",
+			Help: "Journaled transactions Redis refused to apply for a reason other than an outage, set aside (posedge journal quarantine list)."}),
 	}
 	for _, kind := range []string{"sale", "refund"} {
 		for _, mode := range []string{journal.ModeNormal, journal.ModeDegraded, journal.ModeRecovered} {
@@ -90,7 +93,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered)
+		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered, m.unappliable)
 	}
 	return m
 }
@@ -274,6 +277,13 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 		ks = append(ks, l.k.item(ln.barcode))
 		argv = append(argv, ln.barcode, ln.qty, ln.sold, ln.refundedJr)
 	}
+	if !strings.HasPrefix(a.mode, "apply_") {
+		// A request is bounded by today's max_sale_cents; a journaled
+		// transaction was checked when it was recorded, and a bound
+		// lowered since must not make it unappliable (the script's own
+		// bound, wire.MaxSaleCentsLimit, still holds).
+		argv = append(argv, l.cfg.MaxSaleCents)
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout+l.cfg.WaitTimeout)
 	defer cancel()
 	start := time.Now()
@@ -375,6 +385,8 @@ func (l *Ledger) outcome(ctx context.Context, res []any, t journal.Txn) (*Result
 		return nil, Errorf(KindConflict, "insufficient_stock", "not enough stock of %v (%v left)", res[1], res[2])
 	case "refund_exceeds_sale":
 		return nil, Errorf(KindConflict, "refund_exceeds_sale", "refund of %v exceeds what is left of the sale (%v)", res[1], res[2])
+	case "invalid_amount":
+		return nil, Errorf(KindInvalid, "invalid_amount", "%v %v is outside the bounds of a sale", res[1], res[2])
 	}
 	return nil, fmt.Errorf("txn.lua answered %v", res)
 }

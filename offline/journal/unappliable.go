@@ -30,16 +30,18 @@ CREATE TABLE IF NOT EXISTS unappliable (
 );
 `
 
-// SetUnappliable sets aside a transaction waiting for Redis that Redis
-// cannot apply, with the reason. Only a waiting transaction moves.
+// SetUnappliable sets aside a transaction Redis cannot apply, with the
+// reason: one waiting for Redis (degraded mode), or one applied before
+// that a failover lost and that cannot be applied again.
 func (j *Journal) SetUnappliable(ctx context.Context, flowNo, reason string) error {
 	return j.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE txns SET applied = ? WHERE flow_no = ? AND applied = ?`, appliedUnappliable, flowNo, appliedWaiting)
+		res, err := tx.Exec(`UPDATE txns SET applied = ? WHERE flow_no = ? AND applied IN (?, ?)`,
+			appliedUnappliable, flowNo, appliedWaiting, appliedDone)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
-			return fmt.Errorf("set %s aside: no transaction waiting for redis with this flow number", flowNo)
+			return fmt.Errorf("set %s aside: no such transaction, or set aside already", flowNo)
 		}
 		_, err = tx.Exec(`INSERT OR REPLACE INTO unappliable (flow_no, reason, at) VALUES (?,?,?)`, flowNo, reason, ts(time.Now()))
 		return err

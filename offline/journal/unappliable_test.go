@@ -48,9 +48,11 @@ func TestUnappliableLeavesTheWaitingListUntilRetried(t *testing.T) {
 	if err != nil || len(list) != 1 || list[0].FlowNo != poison || list[0].Reason != "txn.lua: invalid_amount total_cents" {
 		t.Fatalf("list %+v %v", list, err)
 	}
-	// Only a waiting transaction can be set aside.
-	if err := j.SetUnappliable(ctx, degraded(2).FlowNo, "x"); err == nil {
-		t.Fatal("an applied transaction was set aside")
+	if err := j.SetUnappliable(ctx, poison, "again"); err == nil {
+		t.Fatal("set aside twice")
+	}
+	if err := j.SetUnappliable(ctx, "29999", "x"); err == nil {
+		t.Fatal("an unknown flow number was set aside")
 	}
 	if n, err := j.RetryUnappliable(ctx, "29999"); err != nil || n != 0 {
 		t.Fatalf("retry of an unknown flow: %d %v", n, err)
