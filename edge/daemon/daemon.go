@@ -244,6 +244,13 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 		return jf, hq
 	}
 	jf.SizeBytes, jf.Rows, jf.Quarantined, jf.Unapplied, jf.MaxFlowNo = st.SizeBytes, st.Rows, st.Quarantined, st.Unapplied, st.MaxFlowNo
+	if st.Unappliable > 0 {
+		if rows, err := j.Unappliable(ctx); err == nil {
+			for _, r := range rows {
+				jf.Unappliable = append(jf.Unappliable, r.FlowNo)
+			}
+		}
+	}
 	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
 	if hq.LastSyncAt == nil {
 		hq.LastSyncAt = st.LastAckedAt
