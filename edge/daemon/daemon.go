@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
 		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
 		Status: func(ctx context.Context) any { return d.Status(ctx) }, SyncNow: d.replay.Kick,
-		Extra: d.extraRoutes(), Log: log, HTTP: httpMetrics})
+		Extra: withRoutes(d.extraRoutes(), api.UnappliableRoutes(d.ledger, log)), Log: log, HTTP: httpMetrics})
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

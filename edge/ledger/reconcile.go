@@ -400,3 +400,24 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 	}
 	return out, iter.Err()
 }
+
+// Unappliable lists the journaled transactions set aside because Redis
+// refused to apply them (see setAside), with the reasons.
+func (l *Ledger) Unappliable(ctx context.Context) ([]journal.QuarantinedRow, error) {
+	rows, err := l.j.Unappliable(ctx)
+	if err != nil {
+		return nil, errJournal(err)
+	}
+	return rows, nil
+}
+
+// RetryUnappliable puts set-aside transactions (all when none are named)
+// back among those waiting for Redis: Watch applies them at its next tick,
+// or sets them aside again if Redis still refuses. It returns how many.
+func (l *Ledger) RetryUnappliable(ctx context.Context, flowNos ...string) (int, error) {
+	n, err := l.j.RetryUnappliable(ctx, flowNos...)
+	if err != nil {
+		return 0, errJournal(err)
+	}
+	return n, nil
+}
