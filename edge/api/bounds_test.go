@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/internal/testenv"
 )
 
 // storeState is everything a refused request must leave as it was: every
@@ -133,6 +135,16 @@ func TestHostileMoneyIsRefusedAndChangesNothing(t *testing.T) {
 				{"refund with a duplicate qty", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1,"qty":3}],"total_cents":100}`), false, "invalid_json"},
 				{"refund with Total_Cents", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1}],"Total_Cents":100}`), false, "unknown_field"},
 			}
+			// The original sale's record is marked COMPLETED off the
+			// answer's path: wait for it, so the state is at rest.
+			testenv.WaitFor(t, 5*time.Second, "the original sale's record COMPLETED", func() bool {
+				names, err := e.rdb.Keys(context.Background(), "*idem:T01:orig").Result()
+				if err != nil || len(names) != 1 {
+					return false
+				}
+				st, _ := e.rdb.HGet(context.Background(), names[0], "state").Result()
+				return st == "COMPLETED"
+			})
 			before := e.storeState(t)
 			for i, c := range cases {
 				for try := 1; try <= 3; try++ {
