@@ -199,3 +199,30 @@ func TestMaxSaleCentsIsExactEndToEnd(t *testing.T) {
 		t.Fatalf("stock %d %d", e.stock("BIG"), e.stock("ONE"))
 	}
 }
+
+// The admin bodies are decoded as strictly as a till's.
+func TestAdminBodiesAreStrict(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.putItem("A1", 100, 5)
+	cases := []struct {
+		name, method, path, body, code string
+	}{
+		{"item with a duplicate price", "PUT", "/admin/v1/items/A1", `{"name":"a","price_cents":1,"price_cents":100000,"stock":5}`, "invalid_json"},
+		{"item with a duplicate in another case", "PUT", "/admin/v1/items/A1", `{"name":"a","price_cents":1,"stock":5,"STOCK":9}`, "invalid_json"},
+		{"item with Price_Cents", "PUT", "/admin/v1/items/A1", `{"name":"a","Price_Cents":1,"stock":5}`, "unknown_field"},
+		{"promo with a duplicate coefficient", "POST", "/admin/v1/promo", `{"coefficient":1.5,"coefficient":10}`, "invalid_json"},
+		{"promo with Coefficient", "POST", "/admin/v1/promo", `{"Coefficient":1.5}`, "unknown_field"},
+	}
+	for _, c := range cases {
+		if r := e.admin(c.method, c.path, c.body); r.status != 400 || r.code() != c.code {
+			t.Errorf("%s: %d %s, want 400 %s", c.name, r.status, r.body, c.code)
+		}
+	}
+	it := e.T("T01", "GET", "/v1/items/A1", nil, nil).json()
+	if num(it["price_cents"]) != 100 || num(it["stock"]) != 5 {
+		t.Fatalf("item changed: %v", it)
+	}
+	if p := e.admin("GET", "/admin/v1/promo", nil).json(); p["promo"] != nil {
+		t.Fatalf("promo set: %v", p)
+	}
+}
