@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -139,14 +140,26 @@ func (e *adminError) Error() string {
 // URL, and says whether it was a timeout); any other answer is an
 // *adminError.
 func (c *adminClient) do(ctx context.Context, method, path string) ([]byte, error) {
+	return c.send(ctx, method, path, nil)
+}
+
+// send is do with a JSON request body (nil: none).
+func (c *adminClient) send(ctx context.Context, method, path string, reqBody []byte) ([]byte, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	var rd io.Reader
+	if reqBody != nil {
+		rd = bytes.NewReader(reqBody)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("admin request %s %s: %w", method, path, err)
+	}
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

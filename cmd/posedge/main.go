@@ -41,6 +41,7 @@ Usage:
   posedge check-config --config FILE     validate, print problems, exit 0/1
   posedge journal      stats|export|verify|backup DEST --config FILE
   posedge journal      rebuild-counters --date YYYYMMDD --config FILE
+  posedge journal      quarantine list|retry [FLOW_NO...] --config FILE   transactions Redis cannot apply
   posedge sync         now | manifest [--date D] | quarantine list|retry [FLOW_NO...] --config FILE
   posedge support-bundle [--config FILE] [--out FILE]   one archive for support
   posedge gen-admin-token [--out FILE] | gen-terminal-key ID   new secret and its config line

@@ -51,6 +51,8 @@ func NewAdmin(d AdminDeps) http.Handler {
 	mux.HandleFunc("GET /admin/v1/promo", a.getPromo)
 	mux.HandleFunc("GET /admin/v1/stats/daily", a.daily)
 	mux.HandleFunc("GET /admin/v1/stats/hourly", a.hourly)
+	mux.HandleFunc("GET /admin/v1/journal/quarantine", a.unappliable)
+	mux.HandleFunc("POST /admin/v1/journal/quarantine/retry", a.retryUnappliable)
 	mux.HandleFunc("POST /admin/v1/sync/now", func(w http.ResponseWriter, r *http.Request) {
 		if d.SyncNow != nil {
 			d.SyncNow()

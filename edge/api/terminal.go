@@ -181,7 +181,7 @@ func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string
 // money answers a sale or a refund: the required Idempotency-Key, a
 // bounded body, its validation, then the ledger.
 func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term string,
-	parse func([]byte) (R, *ledger.Error),
+	parse func([]byte, ledger.Bounds) (R, *ledger.Error),
 	record func(ctx context.Context, term, key string, req R) (*ledger.Result, error)) {
 	key, e := idemKey(r)
 	if e != nil {
@@ -193,7 +193,7 @@ func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term s
 		fail(w, t.Log, e)
 		return
 	}
-	req, e := parse(b)
+	req, e := parse(b, t.Ledger.Bounds())
 	if e != nil {
 		fail(w, t.Log, e)
 		return
@@ -217,7 +217,7 @@ func (t *terminalAPI) batch(w http.ResponseWriter, r *http.Request, term string)
 		fail(w, t.Log, e)
 		return
 	}
-	sales, e := parseBatch(b)
+	sales, e := parseBatch(b, t.Ledger.Bounds())
 	if e != nil {
 		fail(w, t.Log, e)
 		return

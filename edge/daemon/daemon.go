@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("rate limiter: %w", err)
 	}
-	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(),
+	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(), MaxSaleCents: cfg.MaxSaleCents,
 		RedisTimeout: cfg.Redis.Timeout.D(), MinReplicasAck: *cfg.Redis.MinReplicasAck, WaitTimeout: cfg.Redis.WaitTimeout.D()},
 		d.rdb, j, log, d.reg)
 	if err != nil {
@@ -237,6 +237,13 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 		return jf, hq
 	}
 	jf.SizeBytes, jf.Rows, jf.Quarantined, jf.Unapplied, jf.MaxFlowNo = st.SizeBytes, st.Rows, st.Quarantined, st.Unapplied, st.MaxFlowNo
+	if st.Unappliable > 0 {
+		if rows, err := j.Unappliable(ctx); err == nil {
+			for _, r := range rows {
+				jf.Unappliable = append(jf.Unappliable, r.FlowNo)
+			}
+		}
+	}
 	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
 	if hq.LastSyncAt == nil {
 		hq.LastSyncAt = st.LastAckedAt

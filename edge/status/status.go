@@ -107,6 +107,7 @@ type JournalFacts struct {
 	Rows        int64
 	Quarantined int64
 	Unapplied   int64
+	Unappliable []string // flow numbers Redis refused to apply, set aside
 	MaxFlowNo   string
 	Error       string
 }
@@ -346,6 +347,10 @@ func Evaluate(f Facts, th Thresholds) Report {
 	if f.Journal.Quarantined > 0 {
 		add("quarantine", Warn, fmt.Sprintf("%d transactions refused by HQ", f.Journal.Quarantined),
 			"list: posedge sync quarantine list; resend: posedge sync quarantine retry")
+	}
+	if n := len(f.Journal.Unappliable); n > 0 {
+		add("unappliable", Warn, fmt.Sprintf("%d transactions Redis cannot apply, set aside: flow %s", n, strings.Join(f.Journal.Unappliable, ", ")),
+			"list: posedge journal quarantine list; after fixing the cause: posedge journal quarantine retry")
 	}
 	if f.Reconciliation > 0 {
 		add("reconciliation", Warn, fmt.Sprintf("%d differences between Redis and the journal corrected", f.Reconciliation),

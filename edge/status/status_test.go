@@ -74,6 +74,7 @@ func TestEveryContractRule(t *testing.T) {
 		{"redis memory above 85% of maxmemory", func(f *Facts) { f.Redis.UsedMemory = 450 << 20 }, Warn, "redis_memory", "normal"},
 		{"journal over its quota", func(f *Facts) { f.Journal.SizeBytes = 3 << 30 }, Warn, "journal_quota", "normal"},
 		{"quarantined messages", func(f *Facts) { f.Journal.Quarantined = 2 }, Warn, "quarantine", "normal"},
+		{"transactions redis cannot apply", func(f *Facts) { f.Journal.Unappliable = []string{"2000000000000007"} }, Warn, "unappliable", "normal"},
 		{"reconciliation differences", func(f *Facts) { f.Reconciliation = 1 }, Warn, "reconciliation", "normal"},
 		{"journal unreadable", func(f *Facts) { f.Journal.Error = "database disk image is malformed" }, Crit, "journal", "normal"},
 	}
