@@ -96,7 +96,7 @@ func newEnv(t testing.TB, o envOpts) *apiEnv {
 	t.Cleanup(e.term.Close)
 	e.adminSrv = httptest.NewServer(NewAdmin(AdminDeps{Ledger: e.ledger, Limiter: lim, Log: log, HTTP: hm,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
-		Ready: func(context.Context) error { return nil }, Status: func(context.Context) any { return map[string]string{} }}))
+		Ready:   func(context.Context) error { return nil }, Status: func(context.Context) any { return map[string]string{} }}))
 	t.Cleanup(e.adminSrv.Close)
 	if _, bench := t.(*testing.B); !bench {
 		e.spec = loadSpec(t)
