@@ -21,17 +21,14 @@ func (j *Journal) Append(ctx context.Context, t Txn) error {
 		t.Mode = ModeNormal
 	}
 	err := j.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind,
-			original_flow_no, tender, total_cents, business_day, business_hour, created_at, body, mode,
-			applied, state, journaled_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
+		if _, err := tx.Stmt(j.st.insertTxn).Exec(t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
 			t.TotalCents, t.BusinessDay, t.BusinessHour, ts(t.CreatedAt), t.Body, t.Mode, boolInt(t.Applied),
 			t.State, ts(time.Now())); err != nil {
 			return err
 		}
+		ins := tx.Stmt(j.st.insertLine)
 		for i, l := range t.Lines {
-			if _, err := tx.Exec(`INSERT INTO txn_lines (flow_no, n, barcode, qty, price_cents) VALUES (?,?,?,?,?)`,
-				t.FlowNo, i, l.Barcode, l.Qty, l.PriceCents); err != nil {
+			if _, err := ins.Exec(t.FlowNo, i, l.Barcode, l.Qty, l.PriceCents); err != nil {
 				return err
 			}
 		}
@@ -65,8 +62,8 @@ func scanTxn(row interface{ Scan(...any) error }) (Txn, error) {
 	return t, err
 }
 
-func (j *Journal) one(ctx context.Context, where string, args ...any) (*Txn, error) {
-	t, err := scanTxn(j.r.QueryRowContext(ctx, `SELECT `+txnCols+` FROM txns WHERE `+where, args...))
+func (j *Journal) one(ctx context.Context, q *sql.Stmt, args ...any) (*Txn, error) {
+	t, err := scanTxn(q.QueryRowContext(ctx, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -80,7 +77,7 @@ func (j *Journal) one(ctx context.Context, where string, args ...any) (*Txn, err
 }
 
 func (j *Journal) lines(ctx context.Context, flowNo string) ([]Line, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT barcode, qty, price_cents FROM txn_lines WHERE flow_no = ? ORDER BY n`, flowNo)
+	rows, err := j.st.lines.QueryContext(ctx, flowNo)
 	if err != nil {
 		return nil, fmt.Errorf("read lines of %s: %w", flowNo, err)
 	}
@@ -99,12 +96,12 @@ func (j *Journal) lines(ctx context.Context, flowNo string) ([]Line, error) {
 // ByKey is the transaction a terminal journaled under an idempotency key,
 // or nil.
 func (j *Journal) ByKey(ctx context.Context, terminalID, key string) (*Txn, error) {
-	return j.one(ctx, `terminal_id = ? AND idem_key = ?`, terminalID, key)
+	return j.one(ctx, j.st.byKey, terminalID, key)
 }
 
 // ByFlow is the transaction with a flow number, or nil.
 func (j *Journal) ByFlow(ctx context.Context, flowNo string) (*Txn, error) {
-	return j.one(ctx, `flow_no = ?`, flowNo)
+	return j.one(ctx, j.st.byFlow, flowNo)
 }
 
 // RefundedQty sums, per barcode, what refunds already took back from a sale.
