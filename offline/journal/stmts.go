@@ -8,13 +8,15 @@ import (
 )
 
 // stmts are the statements of the hot paths (every sale looks its key up,
-// then appends), prepared once: SQLite compiles a statement on every
-// plain Exec or Query, which was most of a key look-up's CPU. database/sql
+// then appends; the replay reads the outbox a batch at a time), prepared
+// once: SQLite compiles a statement on every plain Exec or Query, which
+// was most of a key look-up's CPU. database/sql
 // prepares each on a pool connection the first time it runs there and
 // keeps it; in the writer's transaction tx.Stmt reuses the one prepared on
 // the writer's only connection.
 type stmts struct {
 	byKey, byFlow, lines, item              *sql.Stmt // readers
+	outbox, sentThrough                     *sql.Stmt // readers: the replay's batches
 	insertTxn, insertLine                   *sql.Stmt // writer
 	savepoint, releaseSavepoint, rollbackTo *sql.Stmt // writer: one per write
 }
@@ -32,6 +34,8 @@ func prepareStmts(ctx context.Context, r, w *sql.DB) (*stmts, error) {
 		{r, &s.byFlow, `SELECT ` + txnCols + ` FROM txns WHERE flow_no = ?`},
 		{r, &s.lines, `SELECT barcode, qty, price_cents FROM txn_lines WHERE flow_no = ? ORDER BY n`},
 		{r, &s.item, `SELECT barcode, name, price_cents, stock, updated_at FROM items WHERE barcode = ?`},
+		{r, &s.outbox, outboxQuery},
+		{r, &s.sentThrough, sentThroughQuery},
 		{w, &s.insertTxn, `INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind,
 			original_flow_no, tender, total_cents, business_day, business_hour, created_at, body, mode,
 			applied, state, journaled_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`},
@@ -56,7 +60,7 @@ func prepareStmts(ctx context.Context, r, w *sql.DB) (*stmts, error) {
 
 func (s *stmts) close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.byKey, s.byFlow, s.lines, s.item, s.insertTxn, s.insertLine,
+	for _, st := range []*sql.Stmt{s.byKey, s.byFlow, s.lines, s.item, s.outbox, s.sentThrough, s.insertTxn, s.insertLine,
 		s.savepoint, s.releaseSavepoint, s.rollbackTo} {
 		if st != nil {
 			errs = append(errs, st.Close())

@@ -226,7 +226,7 @@ const metaSentThrough = "outbox_sent_through"
 // is gone (pruned, its rowid free for reuse), which no longer counts.
 func (j *Journal) MarkSentThrough(ctx context.Context, rowID int64, flowNo string) error {
 	return j.write(ctx, func(tx *sql.Tx) error {
-		cur, err := sentThrough(ctx, tx)
+		cur, err := sentThrough(tx.QueryRowContext(ctx, sentThroughQuery, metaSentThrough))
 		if err != nil || cur >= rowID {
 			return err
 		}
@@ -236,15 +236,17 @@ func (j *Journal) MarkSentThrough(ctx context.Context, rowID int64, flowNo strin
 	})
 }
 
-// sentThrough reads MarkSentThrough's mark: 0 when unset, or when its row
-// is gone.
-func sentThrough(ctx context.Context, q interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}) (int64, error) {
-	var rowID int64
-	err := q.QueryRowContext(ctx, `SELECT t.rowid FROM meta m JOIN txns t
+// sentThroughQuery reads MarkSentThrough's mark, with metaSentThrough
+// as its argument.
+const sentThroughQuery = `SELECT t.rowid FROM meta m JOIN txns t
 		ON t.rowid = CAST(m.v AS INTEGER) AND t.flow_no = substr(m.v, instr(m.v, ' ') + 1)
-		WHERE m.k = ?`, metaSentThrough).Scan(&rowID)
+		WHERE m.k = ?`
+
+// sentThrough scans sentThroughQuery's row: 0 when the mark is unset, or
+// when its row is gone.
+func sentThrough(row *sql.Row) (int64, error) {
+	var rowID int64
+	err := row.Scan(&rowID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -278,11 +280,11 @@ func (j *Journal) Outbox(ctx context.Context, limit, maxBytes int) ([]Outgoing, 
 // replay reads its next batch while the previous one's acks are being
 // recorded.
 func (j *Journal) OutboxAfter(ctx context.Context, afterRowID int64, limit, maxBytes int) ([]Outgoing, error) {
-	sent, err := sentThrough(ctx, j.r)
+	sent, err := sentThrough(j.st.sentThrough.QueryRowContext(ctx, metaSentThrough))
 	if err != nil {
 		return nil, err
 	}
-	rows, err := j.r.QueryContext(ctx, outboxQuery, afterRowID, limit)
+	rows, err := j.st.outbox.QueryContext(ctx, afterRowID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}
