@@ -128,3 +128,27 @@ func TestAllowReadFallbackNoReply(t *testing.T) {
 		}
 	}
 }
+
+// The daemon's clients (edge/daemon: ContextTimeoutEnabled, plain or
+// through Sentinel) are called directly, with no goroutine per decision;
+// only a client that ignores context deadlines gets one (withDeadline).
+func TestDirectCallForContextTimeoutClients(t *testing.T) {
+	tests := []struct {
+		name   string
+		client redis.UniversalClient
+		direct bool
+	}{
+		{"plain, ContextTimeoutEnabled", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true}), true},
+		{"Sentinel failover, ContextTimeoutEnabled", redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "m",
+			SentinelAddrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true}), true},
+		{"plain, context deadlines ignored", redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer tt.client.Close()
+			if l := newTestLimiter(t, tt.client, testConfig(), nil); l.direct != tt.direct {
+				t.Fatalf("direct = %v, want %v", l.direct, tt.direct)
+			}
+		})
+	}
+}
