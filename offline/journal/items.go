@@ -33,8 +33,7 @@ func (j *Journal) PutItem(ctx context.Context, it Item) error {
 func (j *Journal) Item(ctx context.Context, barcode string) (*Item, error) {
 	var it Item
 	var at string
-	err := j.r.QueryRowContext(ctx, `SELECT barcode, name, price_cents, stock, updated_at FROM items WHERE barcode = ?`, barcode).
-		Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Stock, &at)
+	err := j.st.item.QueryRowContext(ctx, barcode).Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Stock, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

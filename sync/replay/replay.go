@@ -180,11 +180,12 @@ type Replayer struct {
 	rb  *backoff.ExponentialBackOff
 
 	// Used by the Run goroutine only: the pipeline of batches (see batch).
-	inflight  *flight                 // published, acks awaited
-	recording *recording              // the journal's writes of the last landed batch
-	floor     int64                   // the outbox is read past this rowid: rows of batches not yet recorded
-	ahead     chan []journal.Outgoing // the next batch, read while the one before is on its way
-	landed    bool                    // a batch landed with every row acked since the replay loop last looked
+	inflight  *flight         // published, acks awaited
+	recording *recording      // the journal's writes of the last landed batch
+	floor     int64           // the outbox is read past this rowid: rows of batches not yet recorded
+	ahead     chan aheadBatch // the next batch, read (and checked) while the one before is on its way
+	checked   map[int64]error // by rowid: the checks of the batch taken from ahead
+	landed    bool            // a batch landed with every row acked since the replay loop last looked
 
 	mu        sync.Mutex
 	st        Status
