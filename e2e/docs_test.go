@@ -13,7 +13,7 @@ import (
 )
 
 // guide is the till developer's guide whose examples must run as written.
-const guide = "../docs/terminal-api.md"
+const guide = "../docs/tills.md"
 
 // The guide's shell examples, in order, run against a real store: the
 // demo's addresses are replaced by the store's, its key file is made
@@ -69,6 +69,9 @@ func TestTerminalGuideExamplesRun(t *testing.T) {
 		`{"results":[{"status":201,`,                                       // batch: the first sale recorded
 		`{"status":400,"error":{"code":"total_mismatch"`,                   // batch: the second refused alone
 		`"name":"Ballpoint pen","price_cents":129,"stock":40`,              // admin item
+		`"total_cents":1110,"tender":"card"`,                               // the retry loop's sale
+		`Ratelimit: "scan";r=`,                                             // the headers, as a till reads them
+		`Ratelimit-Policy: "scan";q=`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the examples' output lacks %s:\n%s", want, out)
