@@ -21,8 +21,9 @@ TOOLS       := $(CURDIR)/bin/tools
 NFPM        := $(TOOLS)/nfpm
 # Redocly CLI (npm), project-local under bin/tools/node_modules: lints
 # docs/openapi.yaml in test-tools and renders it in `make docs`. The stamp
-# names the version, so changing it here installs the new one.
-REDOCLY_VERSION := 2.77.0
+# names the version, so changing it here installs the new one. 1.x: 2.x
+# needs Node 20.19+, Debian 12's nodejs (CI's) is 18.
+REDOCLY_VERSION := 1.34.20
 REDOCLY       := $(TOOLS)/node_modules/.bin/redocly
 REDOCLY_STAMP := $(TOOLS)/.redocly-$(REDOCLY_VERSION)
 # No usage data sent, no update check: the same run offline as online.
@@ -74,8 +75,8 @@ $(REDOCLY_STAMP):
 	touch $@
 
 # The page is generated, not committed (.gitignore): the YAML is the source.
-docs: $(REDOCLY_STAMP) ## render docs/openapi.yaml to one static page, docs/api.html (Redocly, scripts inlined)
-	$(REDOCLY) build-docs --config docs/redocly.yaml --inlineBundle --title 'posedge store API' \
+docs: $(REDOCLY_STAMP) ## render docs/openapi.yaml to one static page, docs/api.html (Redocly build-docs)
+	$(REDOCLY) build-docs --config docs/redocly.yaml --disableGoogleFont --title 'posedge store API' \
 		-o docs/api.html docs/openapi.yaml
 
 $(NFPM):
