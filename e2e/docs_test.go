@@ -61,6 +61,13 @@ func TestTerminalGuideExamplesRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the guide's examples failed: %v\n%s\n--- script:\n%s", err, out, script)
 	}
+	// The retry loop's sale, then the same key and body from the offline
+	// queue: one sale, the same flow number twice.
+	again := regexp.MustCompile(`"flow_no":"([0-9]+)","store_id":"[^"]*","terminal_id":"T01","kind":"sale","total_cents":1110,"tender":"card"`).
+		FindAllStringSubmatch(string(out), -1)
+	if len(again) != 2 || again[0][1] != again[1][1] {
+		t.Errorf("the retried sale and its queued upload: %q, want one flow number twice", again)
+	}
 	for _, want := range []string{
 		`"barcode":"2000000000001","name":"Demo item 1","price_cents":436`, // item lookup
 		`{"barcode":"2000000000006","qty":1,"price_cents":200}`,            // the till's price, not the master's 221
