@@ -13,7 +13,7 @@ import (
 )
 
 // guide is the till developer's guide whose examples must run as written.
-const guide = "../docs/terminal-api.md"
+const guide = "../docs/tills.md"
 
 // The guide's shell examples, in order, run against a real store: the
 // demo's addresses are replaced by the store's, its key file is made
@@ -61,6 +61,13 @@ func TestTerminalGuideExamplesRun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the guide's examples failed: %v\n%s\n--- script:\n%s", err, out, script)
 	}
+	// The retry loop's sale, then the same key and body from the offline
+	// queue: one sale, the same flow number twice.
+	again := regexp.MustCompile(`"flow_no":"([0-9]+)","store_id":"[^"]*","terminal_id":"T01","kind":"sale","total_cents":1110,"tender":"card"`).
+		FindAllStringSubmatch(string(out), -1)
+	if len(again) != 2 || again[0][1] != again[1][1] {
+		t.Errorf("the retried sale and its queued upload: %q, want one flow number twice", again)
+	}
 	for _, want := range []string{
 		`"barcode":"2000000000001","name":"Demo item 1","price_cents":436`, // item lookup
 		`{"barcode":"2000000000006","qty":1,"price_cents":200}`,            // the till's price, not the master's 221
@@ -69,6 +76,9 @@ func TestTerminalGuideExamplesRun(t *testing.T) {
 		`{"results":[{"status":201,`,                                       // batch: the first sale recorded
 		`{"status":400,"error":{"code":"total_mismatch"`,                   // batch: the second refused alone
 		`"name":"Ballpoint pen","price_cents":129,"stock":40`,              // admin item
+		`"total_cents":1110,"tender":"card"`,                               // the retry loop's sale
+		`Ratelimit: "scan";r=`,                                             // the headers, as a till reads them
+		`Ratelimit-Policy: "scan";q=`,
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("the examples' output lacks %s:\n%s", want, out)

@@ -13,8 +13,10 @@
 # While DEMO_KEEP=1 runs, from another shell:
 #   scripts/demo.sh fault kill-master   kill the Redis master (Sentinel fails over)
 #   scripts/demo.sh fault stop-redis    kill every Redis server (degraded mode)
+#   scripts/demo.sh fault freeze-redis  SIGSTOP every Redis server (hangs, then degraded mode)
 #   scripts/demo.sh fault wan-down      kill NATS (HQ unreachable, backlog grows)
-#   scripts/demo.sh fault heal          restart whatever stopped
+#   scripts/demo.sh fault wan-up        start NATS again (as heal)
+#   scripts/demo.sh fault heal          restart (or continue) whatever stopped
 #   scripts/demo.sh stop                stop what an earlier demo left running
 #
 # Redis and Sentinel run from copies of configs/ under .demo/ (Redis and

@@ -57,9 +57,12 @@ type Facts struct {
 	HQ             HQFacts
 	Journal        JournalFacts
 	FallbackActive bool
-	LimiterDenied  int64 // requests denied since start
-	Terminals      map[string]time.Time
-	Reconciliation int64 // differences found by the last reconciliation
+	// FallbackHeldUntil is when the fallback's deliberate hold after Redis
+	// returned ends; zero while Redis does not answer or no hold.
+	FallbackHeldUntil time.Time
+	LimiterDenied     int64 // requests denied since start
+	Terminals         map[string]time.Time
+	Reconciliation    int64 // differences found by the last reconciliation
 }
 
 // RedisFacts describe the Sentinel topology.
@@ -301,7 +304,7 @@ func Evaluate(f Facts, th Thresholds) Report {
 		case f.FallbackActive:
 			// The fallback is held one full window after Redis returns, on
 			// purpose: a flapping Redis must not reset every till's budget.
-			add("limiter", OK, "local fallback limiter held one window after Redis returned (deliberate)", "")
+			add("limiter", OK, fallbackHold(f.Now, f.FallbackHeldUntil), "")
 		default:
 			add("limiter", OK, fmt.Sprintf("%d requests denied since start", f.LimiterDenied), "")
 		}
@@ -424,6 +427,20 @@ func human(d time.Duration) string {
 		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	}
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// fallbackHold words the fallback held after Redis returned, with the time
+// it has left. The hold is one full window on purpose: a flapping Redis
+// must not hand every till a fresh budget on top of what it spent locally.
+func fallbackHold(now, until time.Time) string {
+	const why = "after Redis returned (deliberate: one full window)"
+	switch {
+	case until.IsZero():
+		return "local fallback limiter held " + why
+	case !until.After(now):
+		return "local fallback limiter's hold " + why + " is over; Redis decides again from the next request"
+	}
+	return "local fallback limiter held " + human((until.Sub(now) + time.Second - 1).Truncate(time.Second)) + " more " + why
 }
 
 // lagDetail describes replication lag, which the contract does not judge:

@@ -286,8 +286,14 @@ func TestStatusNamesWhatIsWrong(t *testing.T) {
 		{"down replica named", "replicas", "down: 10.0.0.7:6379", func(f *Facts) {
 			f.Redis.Replicas, f.Redis.DownReplicas = 1, []string{"10.0.0.7:6379"}
 		}},
-		{"fallback held after Redis returned", "limiter", "held one window after Redis returned", func(f *Facts) {
+		{"fallback held after Redis returned", "limiter", "held 42s more after Redis returned (deliberate: one full window)", func(f *Facts) {
+			f.FallbackActive, f.FallbackHeldUntil = true, f.Now.Add(41*time.Second+300*time.Millisecond)
+		}},
+		{"fallback hold of unknown end", "limiter", "held after Redis returned (deliberate", func(f *Facts) {
 			f.FallbackActive = true
+		}},
+		{"fallback hold over, no request since", "limiter", "is over; Redis decides again from the next request", func(f *Facts) {
+			f.FallbackActive, f.FallbackHeldUntil = true, f.Now.Add(-time.Second)
 		}},
 		{"fallback while Redis is down", "limiter", "Redis unreachable", func(f *Facts) {
 			f.FallbackActive, f.Redis.OK, f.Degraded = true, false, true
