@@ -19,6 +19,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/sync/wire"
@@ -503,14 +504,4 @@ func (c *Config) AdminToken() (string, error) {
 }
 
 // IsLoopback reports whether a host:port listens on loopback only.
-func IsLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func IsLoopback(hostport string) bool { return httpguard.IsLoopback(hostport) }

@@ -1,6 +1,7 @@
 package httpguard
 
 import (
+	"net"
 	"net/http"
 	"strings"
 
@@ -50,4 +51,19 @@ func Clean(path, escaped string) bool {
 // {"error": {"code": "…", "message": "…"}}.
 func WriteError(w http.ResponseWriter, status int, code, msg string) {
 	jsonhttp.Error(w, status, code, msg)
+}
+
+// IsLoopback reports whether a listener's host:port is reachable from
+// this machine only — where posedge and posedge-hq let an admin listener
+// run without a token.
+func IsLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/sync/wire"
@@ -348,17 +349,7 @@ func validHostPort(s string) bool {
 }
 
 // isLoopback reports whether a host:port listens on loopback only.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+func isLoopback(hostport string) bool { return httpguard.IsLoopback(hostport) }
 
 // file0 checks that an optional file setting names a readable file.
 func (v *validator) file0(key, path string) {
