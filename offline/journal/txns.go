@@ -387,27 +387,10 @@ type QuarantinedRow struct {
 func (j *Journal) RetryQuarantined(ctx context.Context, flowNos ...string) (int, error) {
 	n := 0
 	err := j.write(ctx, func(tx *sql.Tx) error {
-		q, args := `SELECT flow_no FROM quarantine`, []any{}
-		if len(flowNos) > 0 {
-			q += ` WHERE flow_no IN (?` + strings.Repeat(",?", len(flowNos)-1) + `)`
-			for _, f := range flowNos {
-				args = append(args, f)
-			}
-		}
-		rows, err := tx.Query(q, args...)
+		fs, err := flowsIn(tx, "quarantine", flowNos)
 		if err != nil {
 			return err
 		}
-		var fs []string
-		for rows.Next() {
-			var f string
-			if err := rows.Scan(&f); err != nil {
-				rows.Close()
-				return err
-			}
-			fs = append(fs, f)
-		}
-		rows.Close()
 		for _, f := range fs {
 			if _, err := tx.Exec(`UPDATE txns SET state = 'pending' WHERE flow_no = ?`, f); err != nil {
 				return err
@@ -519,4 +502,31 @@ func (j *Journal) AppliedSince(ctx context.Context, since time.Time, afterRowID 
 	}
 	txns, err := j.list(ctx, `rowid IN (?`+strings.Repeat(",?", len(ids)-1)+`) ORDER BY rowid`, ids...)
 	return txns, last, err
+}
+
+// flowsIn lists the flow numbers of a set-aside table (quarantine or
+// unappliable): those named that it holds, or all of them when none are
+// named. table is one of this package's constants, never input.
+func flowsIn(tx *sql.Tx, table string, flowNos []string) ([]string, error) {
+	q, args := `SELECT flow_no FROM `+table, []any{}
+	if len(flowNos) > 0 {
+		q += ` WHERE flow_no IN (?` + strings.Repeat(",?", len(flowNos)-1) + `)`
+		for _, f := range flowNos {
+			args = append(args, f)
+		}
+	}
+	rows, err := tx.Query(q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var fs []string
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	return fs, rows.Err()
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -73,27 +72,10 @@ func (j *Journal) Unappliable(ctx context.Context) ([]QuarantinedRow, error) {
 func (j *Journal) RetryUnappliable(ctx context.Context, flowNos ...string) (int, error) {
 	n := 0
 	err := j.write(ctx, func(tx *sql.Tx) error {
-		q, args := `SELECT flow_no FROM unappliable`, []any{}
-		if len(flowNos) > 0 {
-			q += ` WHERE flow_no IN (?` + strings.Repeat(",?", len(flowNos)-1) + `)`
-			for _, f := range flowNos {
-				args = append(args, f)
-			}
-		}
-		rows, err := tx.Query(q, args...)
+		fs, err := flowsIn(tx, "unappliable", flowNos)
 		if err != nil {
 			return err
 		}
-		var fs []string
-		for rows.Next() {
-			var f string
-			if err := rows.Scan(&f); err != nil {
-				rows.Close()
-				return err
-			}
-			fs = append(fs, f)
-		}
-		rows.Close()
 		for _, f := range fs {
 			if _, err := tx.Exec(`UPDATE txns SET applied = ? WHERE flow_no = ? AND applied = ?`, appliedWaiting, f, appliedUnappliable); err != nil {
 				return err
