@@ -2,39 +2,12 @@ package ratelimit
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/redis/go-redis/v9"
 )
-
-// roundTrips counts what a client sends to Redis: one per command sent on
-// its own, one per pipeline; a new connection's handshake is not counted.
-type roundTrips struct{ n atomic.Int64 }
-
-func connSetup(c redis.Cmder) bool { return c.Name() == "hello" || c.Name() == "client" }
-
-func (c *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !connSetup(cmd) {
-			c.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (c *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) > 0 && !connSetup(cmds[0]) {
-			c.n.Add(1)
-		}
-		return next(ctx, cmds)
-	}
-}
 
 // AllowRead sends the decision and the caller's read in one round trip,
 // allowed or denied (the read runs either way and the denied request is
@@ -45,7 +18,7 @@ func TestAllowReadOneRoundTrip(t *testing.T) {
 	r := testenv.StartRedisSingle(t)
 	rdb := redis.NewClient(&redis.Options{Addr: r.NodeAddr(0), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { rdb.Close() })
-	var rt roundTrips
+	var rt testenv.RoundTrips
 	rdb.AddHook(&rt)
 	ctx := context.Background()
 	if err := rdb.Set(ctx, "other:key", "v1", 0).Err(); err != nil {
@@ -75,12 +48,12 @@ func TestAllowReadOneRoundTrip(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			before := rt.n.Load()
+			before := rt.N()
 			d, reply, err := l.AllowRead(ctx, "T01", ActionPay, read)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if trips := rt.n.Load() - before; trips != tt.wantTrips {
+			if trips := rt.N() - before; trips != tt.wantTrips {
 				t.Errorf("%d round trips, want %d", trips, tt.wantTrips)
 			}
 			if d.Allowed != tt.wantAllowed || d.Fallback {
