@@ -70,6 +70,7 @@ type Store struct {
 	Keys      map[string]string
 	Bin       string
 	client    *http.Client
+	opts      StoreOptions
 }
 
 func randHex(n int) string {
@@ -88,7 +89,7 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 		o.BatchSize = 500
 	}
 	s := &Store{t: t, Dir: t.TempDir(), StoreID: "S" + randHex(3), Keys: map[string]string{}, Bin: o.Bin,
-		client: &http.Client{Timeout: 15 * time.Second}}
+		client: &http.Client{Timeout: 15 * time.Second}, opts: o}
 	s.Redis = StartRedis(t, RedisOptions{})
 	s.NATS = StartNATS(t)
 	if o.NATSProxy {
@@ -150,13 +151,15 @@ func (s *Store) writeConfig(o StoreOptions) {
 	s.EdgeURL = fmt.Sprintf("http://127.0.0.1:%d", edgePort)
 	s.AdminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
 	var terms strings.Builder
-	s.Terminals, s.Keys = nil, map[string]string{}
-	for i := 1; i <= o.Terminals; i++ {
-		id := fmt.Sprintf("T%02d", i)
-		key := randHex(16)
-		sum := sha256.Sum256([]byte(key))
-		s.Terminals = append(s.Terminals, id)
-		s.Keys[id] = key
+	if len(s.Terminals) == 0 { // a twin keeps the store's terminals and keys
+		for i := 1; i <= o.Terminals; i++ {
+			id := fmt.Sprintf("T%02d", i)
+			s.Terminals = append(s.Terminals, id)
+			s.Keys[id] = randHex(16)
+		}
+	}
+	for _, id := range s.Terminals {
+		sum := sha256.Sum256([]byte(s.Keys[id]))
 		fmt.Fprintf(&terms, "  - {id: %q, key_sha256: %q}\n", id, hex.EncodeToString(sum[:]))
 	}
 	limits := ""
@@ -187,6 +190,33 @@ terminals:
 	if err := os.WriteFile(s.Config, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// StartTwin starts a second posedge of the same store (same store_id and
+// terminals, its own journal, listeners and node_id) sharing the store's
+// Redis, NATS and posedge-hq: two daemons on one Redis.
+func (s *Store) StartTwin(nodeID int) *Store {
+	s.t.Helper()
+	tw := &Store{t: s.t, Dir: filepath.Join(s.Dir, fmt.Sprintf("node%d", nodeID)), StoreID: s.StoreID,
+		Redis: s.Redis, NATS: s.NATS, NATSProxy: s.NATSProxy, HQDB: s.HQDB, HQAdmin: s.HQAdmin, Bin: s.Bin,
+		Terminals: s.Terminals, Keys: s.Keys, client: s.client, opts: s.opts}
+	tw.opts.Extra = fmt.Sprintf("node_id: %d\n%s", nodeID, s.opts.Extra)
+	if err := os.MkdirAll(tw.Dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(tw.Close)
+	for attempt := 0; ; attempt++ {
+		tw.writeConfig(tw.opts)
+		tw.Edge = &Proc{Name: fmt.Sprintf("posedge-node%d", nodeID), Args: []string{filepath.Join(s.Bin, "posedge"), "run", "--config", tw.Config},
+			Log: filepath.Join(tw.Dir, fmt.Sprintf("posedge%d.log", attempt))}
+		if tw.startEdge() || attempt == 2 {
+			break
+		}
+	}
+	if !tw.Edge.Running() {
+		s.t.Fatalf("posedge node %d exited at start:\n%s", nodeID, tw.Edge.Tail(3000))
+	}
+	return tw
 }
 
 // StartEdge (re)starts posedge and waits for /readyz.
@@ -402,6 +432,26 @@ func (s *Store) JournalRows(where string, args ...any) int {
 	}
 	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
 		s.t.Fatalf("journal query: %v", err)
+	}
+	return n
+}
+
+// HQConflicts counts the store's rows in HQ's conflicts table: bodies
+// that arrived under a flow number HQ already held with another body (a
+// flow number issued twice).
+func (s *Store) HQConflicts() int {
+	s.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+s.HQDB+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM conflicts WHERE store_id = ?`, s.StoreID).Scan(&n); err != nil {
+		if strings.Contains(err.Error(), "no such table") {
+			return 0 // HQ has not created its schema yet
+		}
+		s.t.Fatalf("read HQ conflicts: %v", err)
 	}
 	return n
 }
