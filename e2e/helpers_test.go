@@ -239,6 +239,11 @@ func (m *mixTill) refund(key string) bool {
 	i := m.rng.IntN(len(m.sales))
 	orig := m.sales[i]
 	m.sales = append(m.sales[:i], m.sales[i+1:]...)
+	return m.refundOf(key, orig)
+}
+
+// refundOf refunds one unit of the first line of sale orig.
+func (m *mixTill) refundOf(key string, orig mixTxn) bool {
 	barcode, price := orig.Lines[0].Barcode, int64(0)
 	for _, ln := range orig.Lines {
 		if ln.Barcode == barcode {
