@@ -40,6 +40,7 @@ Usage:
   posedge status       [--config FILE] [--json] [--timeout 3s]
   posedge check-config --config FILE     validate, print problems, exit 0/1
   posedge journal      stats|export|verify|backup DEST --config FILE
+  posedge journal      salvage [--force] --config FILE   copy a damaged journal's readable rows
   posedge journal      rebuild-counters --date YYYYMMDD --config FILE
   posedge sync         now | manifest [--date D] | quarantine list|retry [FLOW_NO...] --config FILE
   posedge support-bundle [--config FILE] [--out FILE]   one archive for support

@@ -166,5 +166,5 @@ func runForeground(ctx context.Context, path string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return daemon.Run(ctx, cfg, version, newLogger(stderr, cfg))
+	return damagedJournal(daemon.Run(ctx, cfg, version, newLogger(stderr, cfg)), path)
 }
