@@ -48,6 +48,9 @@ type StoreOptions struct {
 	// NATSProxy puts a FaultProxy between posedge and NATS (posedge-hq
 	// connects directly): Store.NATSProxy makes the WAN misbehave.
 	NATSProxy bool
+	// JournalDir holds journal.db instead of the store's directory (a
+	// filesystem a test can take away).
+	JournalDir string
 }
 
 // Store is a whole store on loopback: a Redis Sentinel topology, NATS with
@@ -66,6 +69,7 @@ type Store struct {
 	EdgeURL   string
 	AdminURL  string
 	Config    string
+	Journal   string // the journal file
 	Terminals []string
 	Keys      map[string]string
 	Bin       string
@@ -175,6 +179,10 @@ func (s *Store) writeConfig(o StoreOptions) {
 		natsURL = "nats://" + s.NATSProxy.Addr()
 	}
 	s.Config = filepath.Join(s.Dir, "posedge.yaml")
+	s.Journal = filepath.Join(s.Dir, "journal.db")
+	if o.JournalDir != "" {
+		s.Journal = filepath.Join(o.JournalDir, "journal.db")
+	}
 	cfg := fmt.Sprintf(`store_id: %q
 timezone: "UTC"
 listen: "127.0.0.1:%d"
@@ -185,7 +193,7 @@ hq: {nats_url: %q, batch_size: %d}
 log: {level: "debug"}
 terminals:
 %s%s
-%s`, s.StoreID, edgePort, adminPort, strings.Join(sents, ", "), MasterName, filepath.Join(s.Dir, "journal.db"),
+%s`, s.StoreID, edgePort, adminPort, strings.Join(sents, ", "), MasterName, s.Journal,
 		natsURL, o.BatchSize, terms.String(), limits, o.Extra)
 	if err := os.WriteFile(s.Config, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
@@ -420,7 +428,7 @@ func (s *Store) WaitHQ(want []string, d time.Duration) map[string]int {
 // JournalRows counts the journal's rows (read-only, beside the daemon).
 func (s *Store) JournalRows(where string, args ...any) int {
 	s.t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(s.Dir, "journal.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+s.Journal+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		s.t.Fatal(err)
 	}
