@@ -51,6 +51,14 @@ type StoreOptions struct {
 	// JournalDir holds journal.db instead of the store's directory (a
 	// filesystem a test can take away).
 	JournalDir string
+	// Timezone is the store's IANA zone (default UTC).
+	Timezone string
+	// SubjectPrefix is hq.subject_prefix of both posedge and posedge-hq
+	// (default pos.txn).
+	SubjectPrefix string
+	// HQDatabase is posedge-hq's database URL (default SQLite in the
+	// store's directory, which HQRows reads).
+	HQDatabase string
 }
 
 // Store is a whole store on loopback: a Redis Sentinel topology, NATS with
@@ -92,6 +100,12 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	if o.BatchSize == 0 {
 		o.BatchSize = 500
 	}
+	if o.Timezone == "" {
+		o.Timezone = "UTC"
+	}
+	if o.SubjectPrefix == "" {
+		o.SubjectPrefix = "pos.txn"
+	}
 	s := &Store{t: t, Dir: t.TempDir(), StoreID: "S" + randHex(3), Keys: map[string]string{}, Bin: o.Bin,
 		client: &http.Client{Timeout: 15 * time.Second}, opts: o}
 	s.Redis = StartRedis(t, RedisOptions{})
@@ -123,8 +137,12 @@ func (s *Store) startHQ() {
 	s.HQDB = filepath.Join(s.Dir, "hq.db")
 	s.HQAdmin = fmt.Sprintf("127.0.0.1:%d", FreePort(s.t))
 	conf := filepath.Join(s.Dir, "hq.yaml")
-	body := fmt.Sprintf("nats_url: %q\nstream: \"POS_TXN\"\nsubject_prefix: \"pos.txn\"\ndatabase: \"sqlite://%s\"\nadmin:\n  listen: %q\n",
-		s.NATS.URL(), s.HQDB, s.HQAdmin)
+	db := "sqlite://" + s.HQDB
+	if s.opts.HQDatabase != "" {
+		db = s.opts.HQDatabase
+	}
+	body := fmt.Sprintf("nats_url: %q\nstream: \"POS_TXN\"\nsubject_prefix: %q\ndatabase: %q\nadmin:\n  listen: %q\n",
+		s.NATS.URL(), s.opts.SubjectPrefix, db, s.HQAdmin)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
@@ -184,17 +202,17 @@ func (s *Store) writeConfig(o StoreOptions) {
 		s.Journal = filepath.Join(o.JournalDir, "journal.db")
 	}
 	cfg := fmt.Sprintf(`store_id: %q
-timezone: "UTC"
+timezone: %q
 listen: "127.0.0.1:%d"
 admin: {listen: "127.0.0.1:%d"}
 redis: {sentinels: [%s], master_name: %q, min_replicas_ack: 1}
 journal: {path: %q}
-hq: {nats_url: %q, batch_size: %d}
+hq: {nats_url: %q, batch_size: %d, subject_prefix: %q}
 log: {level: "debug"}
 terminals:
 %s%s
-%s`, s.StoreID, edgePort, adminPort, strings.Join(sents, ", "), MasterName, s.Journal,
-		natsURL, o.BatchSize, terms.String(), limits, o.Extra)
+%s`, s.StoreID, o.Timezone, edgePort, adminPort, strings.Join(sents, ", "), MasterName, s.Journal,
+		natsURL, o.BatchSize, o.SubjectPrefix, terms.String(), limits, o.Extra)
 	if err := os.WriteFile(s.Config, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
