@@ -266,10 +266,16 @@ func (m *mixTill) refundOf(key string, orig mixTxn) bool {
 	return true
 }
 
-// batch uploads 2–5 sales the till made "offline" a few seconds ago.
+// batch uploads 2–5 sales the till made "offline" up to 70 minutes ago
+// (so they count in an earlier hour), on today's date.
 func (m *mixTill) batch(key string) bool {
 	var sales []map[string]any
-	at := time.Now().UTC().Add(-3 * time.Second).Format(time.RFC3339)
+	now := time.Now().UTC()
+	ago := time.Duration(m.rng.IntN(70*60)) * time.Second
+	if midnight := now.Truncate(24 * time.Hour); now.Add(-ago).Before(midnight.Add(time.Minute)) {
+		ago = 3 * time.Second
+	}
+	at := now.Add(-ago).Format(time.RFC3339)
 	for i := range 2 + m.rng.IntN(4) {
 		b := m.saleBody()
 		b["idempotency_key"] = fmt.Sprintf("%s.b%d", key, i)
