@@ -282,30 +282,55 @@ func (m *mixTill) batch(key string) bool {
 		b["occurred_at"] = at
 		sales = append(sales, b)
 	}
-	r, ok := m.send("batch", "POST", "/v1/sales/batch", "", map[string]any{"sales": sales}, 200)
-	if !ok {
-		return false
-	}
-	var res struct {
-		Results []struct {
-			Status int             `json:"status"`
-			Sale   json.RawMessage `json:"sale"`
-		} `json:"results"`
-	}
-	if err := json.Unmarshal(r.Body, &res); err != nil || len(res.Results) != len(sales) {
-		m.t.Errorf("%s batch %s answered %s (%v)", m.term, key, r.Body, err)
-		return false
-	}
-	for i, x := range res.Results {
-		var tx mixTxn
-		if err := json.Unmarshal(x.Sale, &tx); x.Status != 201 || err != nil || tx.FlowNo == "" {
-			m.t.Errorf("%s batch %s sale %d: %d %s", m.term, key, i, x.Status, x.Sale)
+	// A sale of the batch refused for a passing reason (journal or Redis
+	// unavailable, in progress) is sent again with the whole batch, as a
+	// till would: those already taken answer as replays.
+	for attempt := 0; ; attempt++ {
+		r, ok := m.send("batch", "POST", "/v1/sales/batch", "", map[string]any{"sales": sales}, 200)
+		if !ok {
 			return false
 		}
-		tx.how, tx.term, tx.key = "batch", m.term, sales[i]["idempotency_key"].(string)
-		m.record(tx)
+		var res struct {
+			Results []struct {
+				Status int             `json:"status"`
+				Sale   json.RawMessage `json:"sale"`
+				Error  json.RawMessage `json:"error"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(r.Body, &res); err != nil || len(res.Results) != len(sales) {
+			m.t.Errorf("%s batch %s answered %s (%v)", m.term, key, r.Body, err)
+			return false
+		}
+		again := false
+		for i, x := range res.Results {
+			switch {
+			case x.Status == 201:
+			case x.Status >= 500 || x.Status == 409 || x.Status == 429:
+				again = true
+			default:
+				m.t.Errorf("%s batch %s sale %d: %d %s", m.term, key, i, x.Status, x.Error)
+				return false
+			}
+		}
+		if again {
+			if attempt > 600 {
+				m.t.Errorf("%s batch %s never fully taken: %s", m.term, key, r.Body)
+				return false
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		for i, x := range res.Results {
+			var tx mixTxn
+			if err := json.Unmarshal(x.Sale, &tx); err != nil || tx.FlowNo == "" {
+				m.t.Errorf("%s batch %s sale %d: %s (%v)", m.term, key, i, x.Sale, err)
+				return false
+			}
+			tx.how, tx.term, tx.key = "batch", m.term, sales[i]["idempotency_key"].(string)
+			m.record(tx)
+		}
+		return true
 	}
-	return true
 }
 
 // counts are the four figures of a stats cell.
