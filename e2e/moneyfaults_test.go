@@ -90,6 +90,7 @@ func TestDegradedRefundsAppliedOnce(t *testing.T) {
 		}
 	}
 	refunds := refunded.snapshot()
+	t.Logf("%d sales, then %d refunds of them while Redis was frozen", len(sales), len(refunds))
 	if n := s.JournalRows("kind = 'refund' AND mode = 'degraded' AND applied = 0"); n < len(refunds) {
 		t.Fatalf("%d unapplied degraded refunds in the journal, %d refunded while Redis was frozen", n, len(refunds))
 	}
