@@ -126,8 +126,8 @@ func (mt *mixTills) snapshot() []mixTxn {
 func (mt *mixTills) summary() string {
 	mt.mu.Lock()
 	defer mt.mu.Unlock()
-	return fmt.Sprintf("%d transactions: %d sales, %d token sales, %d batch sales, %d refunds",
-		len(mt.told), mt.count["sale"], mt.count["token"], mt.count["batch"], mt.count["refund"])
+	return fmt.Sprintf("%d transactions: %d sales, %d token sales (%d tokens lost by Redis), %d batch sales, %d refunds",
+		len(mt.told), mt.count["sale"], mt.count["token"], mt.count["token lost"], mt.count["batch"], mt.count["refund"])
 }
 
 type mixTill struct {
@@ -192,6 +192,9 @@ func (m *mixTill) send(what, method, path, key string, body any, want int) (test
 		if r.Err == nil && r.Status == want {
 			return r, true
 		}
+		if what == "token" && r.Status == 400 && r.Code() == "token_invalid" {
+			return r, false // a token Redis lost (a failover, a power cut): the caller decides
+		}
 		if r.Err == nil && r.Status != 409 && r.Status < 500 && r.Status != 429 {
 			m.t.Errorf("%s %s key %s: %d %s", m.term, what, key, r.Status, r.Body)
 			return r, false
@@ -213,6 +216,11 @@ func (m *mixTill) sale(how, key string, body map[string]any) bool {
 	if !ok {
 		return false
 	}
+	return m.recordSale(how, key, r)
+}
+
+// recordSale records the 201 answer r of a sale under key.
+func (m *mixTill) recordSale(how, key string, r testenv.Resp) bool {
 	var tx mixTxn
 	if err := json.Unmarshal(r.Body, &tx); err != nil || tx.FlowNo == "" {
 		m.t.Errorf("%s sale key %s answered %s (%v)", m.term, key, r.Body, err)
@@ -229,9 +237,25 @@ func (m *mixTill) tokenSale(key string) bool {
 	r := m.s.T(m.term, "POST", "/v1/payment-tokens", nil, nil)
 	if r.Err == nil && r.Status == 201 {
 		tok, _ := r.JSON()["token"].(string)
-		return m.sale("token", tok, m.saleBody())
+		return m.tokenKeyed(tok, key, m.saleBody())
 	}
 	return m.sale("sale", key, m.saleBody())
+}
+
+// tokenKeyed sells under token tok; if Redis lost the token (400
+// token_invalid: nothing was charged) the till sells under its own key.
+func (m *mixTill) tokenKeyed(tok, key string, body map[string]any) bool {
+	r, ok := m.send("token", "POST", "/v1/sales", tok, body, 201)
+	if !ok && r.Code() == "token_invalid" {
+		m.mt.mu.Lock()
+		m.mt.count["token lost"]++
+		m.mt.mu.Unlock()
+		return m.sale("sale", key, body)
+	}
+	if !ok {
+		return false
+	}
+	return m.recordSale("token", tok, r)
 }
 
 // refund returns one unit of the first line of one of the till's sales.
