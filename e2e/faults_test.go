@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -18,51 +19,57 @@ const loose = `  store:    {limit: 100000, window: "1s"}
     scan:   {limit: 100000, window: "1s"}
 `
 
-// kill -9 of the daemon while four terminals sell, then a restart.
+// kill -9 of the daemon while four tills sell the realistic mix, then a
+// restart.
 func TestDaemonKilledWhileSelling(t *testing.T) {
-	s := startStore(t, testenv.StoreOptions{Limits: loose})
-	s.PutItem("F1", 123, plenty)
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
+	putMixItems(s)
 	ctx, cancel := context.WithCancel(context.Background())
-	tl := runTills(t, ctx, s, 4, "F1", 123)
+	mt := runMix(t, ctx, s, 4, "kill", seed)
 	time.Sleep(1500 * time.Millisecond)
 	s.Edge.Kill()
 	time.Sleep(300 * time.Millisecond)
 	s.StartEdge()
 	time.Sleep(1500 * time.Millisecond)
 	cancel()
-	checkTold(t, s, tl.wait(), "F1", plenty)
+	got := mt.wait()
+	t.Log(mt.summary())
+	auditMix(t, s, got)
 }
 
 // SIGKILL of the Redis master under load: Sentinel promotes a replica;
-// sales go on (degraded for the seconds it takes) and nothing repeats.
+// sales, refunds and batches go on (degraded for the seconds it takes)
+// and nothing repeats.
 func TestRedisMasterKilledUnderLoad(t *testing.T) {
-	s := startStore(t, testenv.StoreOptions{Limits: loose})
-	s.PutItem("F2", 77, plenty)
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
+	putMixItems(s)
 	ctx, cancel := context.WithCancel(context.Background())
-	tl := runTills(t, ctx, s, 4, "F2", 77)
+	mt := runMix(t, ctx, s, 4, "master", seed)
 	time.Sleep(1500 * time.Millisecond)
 	s.Redis.KillNode(s.Redis.MasterIndex())
 	testenv.WaitFor(t, 30*time.Second, "a replica promoted", func() bool { return s.Redis.MasterIndex() > 0 })
 	time.Sleep(2 * time.Second)
 	cancel()
-	got := tl.wait()
-	checkTold(t, s, got, "F2", plenty)
+	got := mt.wait()
+	t.Log(mt.summary())
+	auditMix(t, s, got)
 }
 
 // SIGSTOP of every Redis node: sales continue in degraded mode, status is
-// CRIT; after SIGCONT the degraded sales are applied once.
+// CRIT; after SIGCONT the degraded sales and refunds are applied once.
 func TestRedisFrozen(t *testing.T) {
-	s := startStore(t, testenv.StoreOptions{Limits: loose})
-	s.PutItem("F3", 5, plenty)
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
+	putMixItems(s)
 	ctx, cancel := context.WithCancel(context.Background())
-	tl := runTills(t, ctx, s, 4, "F3", 5)
+	mt := runMix(t, ctx, s, 4, "frozen", seed)
 	time.Sleep(time.Second)
 	s.Redis.StopAll()
-	degraded := false
-	testenv.WaitFor(t, 15*time.Second, "status crit and degraded", func() bool {
+	testenv.WaitForState(t, 15*time.Second, "status crit and degraded", func() (bool, string) {
 		st := s.Admin("GET", "/admin/v1/status", nil).JSON()
-		degraded = st["mode"] == "degraded" && st["status"] == "crit"
-		return degraded
+		return st["mode"] == "degraded" && st["status"] == "crit", fmt.Sprintf("mode %v status %v", st["mode"], st["status"])
 	})
 	time.Sleep(2 * time.Second)
 	if n := s.JournalRows("mode = 'degraded'"); n == 0 {
@@ -71,29 +78,38 @@ func TestRedisFrozen(t *testing.T) {
 	s.Redis.ContAll()
 	time.Sleep(2 * time.Second)
 	cancel()
-	checkTold(t, s, tl.wait(), "F3", plenty)
-	if n := s.JournalRows("applied = 0"); n != 0 {
-		t.Fatalf("%d degraded sales never applied", n)
-	}
+	got := mt.wait()
+	t.Log(mt.summary())
+	auditMix(t, s, got)
+	testenv.WaitForState(t, 30*time.Second, "every degraded transaction applied", func() (bool, string) {
+		n := s.JournalRows("applied = 0")
+		return n == 0, fmt.Sprintf("%d not applied", n)
+	})
 }
 
 // Redis answering but refusing writes (maxmemory tiny, noeviction):
 // degraded mode, not failed sales; back to normal once it takes writes.
 func TestRedisRefusingWrites(t *testing.T) {
-	s := startStore(t, testenv.StoreOptions{Limits: loose})
-	s.PutItem("F4", 9, plenty)
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
+	putMixItems(s)
 	m := s.Redis.Master()
 	ctx, cancel := context.WithCancel(context.Background())
-	tl := runTills(t, ctx, s, 2, "F4", 9)
+	mt := runMix(t, ctx, s, 2, "oom", seed)
 	time.Sleep(time.Second)
 	if err := m.ConfigSet(context.Background(), "maxmemory", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	testenv.WaitFor(t, 15*time.Second, "degraded sales", func() bool { return s.JournalRows("mode = 'degraded'") > 5 })
+	testenv.WaitForState(t, 15*time.Second, "degraded sales", func() (bool, string) {
+		n := s.JournalRows("mode = 'degraded'")
+		return n > 5, fmt.Sprintf("%d degraded", n)
+	})
 	if err := m.ConfigSet(context.Background(), "maxmemory", "0").Err(); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
 	cancel()
-	checkTold(t, s, tl.wait(), "F4", plenty)
+	got := mt.wait()
+	t.Log(mt.summary())
+	auditMix(t, s, got)
 }

@@ -1,6 +1,22 @@
 package e2e
 
-import "github.com/posedge/posedge/internal/testenv"
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/posedge/posedge/internal/testenv"
+)
 
 func testenvOpts() testenv.StoreOptions { return testenv.StoreOptions{} }
 
@@ -8,3 +24,566 @@ func testenvOpts() testenv.StoreOptions { return testenv.StoreOptions{} }
 func SaleJSON() string {
 	return `{"lines":[{"barcode":"A1","qty":1,"price_cents":100}],"total_cents":100,"tender":"cash"}`
 }
+
+// testSeed is the seed of a randomised test: POSEDGE_SEED when set, else
+// the clock; printed so that a failure can be replayed.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v, err := strconv.ParseUint(os.Getenv("POSEDGE_SEED"), 10, 64); err == nil {
+		seed = v
+	}
+	t.Logf("seed %d (POSEDGE_SEED=%d replays it)", seed, seed)
+	return seed
+}
+
+// mixItems are the items the realistic mix sells, with their prices.
+var mixItems = []struct {
+	barcode string
+	price   int64
+}{{"MX1", 100}, {"MX2", 250}, {"MX3", 399}, {"MX4", 1}}
+
+var tenders = []string{"cash", "card", "mobile", "other"}
+
+// putMixItems stocks the mix's items with plenty each.
+func putMixItems(s *testenv.Store) {
+	for _, it := range mixItems {
+		s.PutItem(it.barcode, it.price, plenty)
+	}
+}
+
+// mixLine is one line of a transaction a till was told of.
+type mixLine struct {
+	Barcode    string `json:"barcode"`
+	Qty        int64  `json:"qty"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// mixTxn is a sale or refund a till was answered 2xx for: the answer's
+// own fields, which the audit holds every other record against.
+type mixTxn struct {
+	how            string // sale | token | batch | refund: the path it took
+	term, key      string
+	FlowNo         string    `json:"flow_no"`
+	TerminalID     string    `json:"terminal_id"`
+	Kind           string    `json:"kind"`
+	TotalCents     int64     `json:"total_cents"`
+	Tender         string    `json:"tender"`
+	Lines          []mixLine `json:"lines"`
+	OriginalFlowNo string    `json:"original_flow_no"`
+	OccurredAt     time.Time `json:"occurred_at"`
+}
+
+// mixTills are tills selling a realistic mix until stopped: multi-line
+// sales with random tenders and discounts, sales keyed by a payment token,
+// refunds of the till's earlier sales and batch uploads of sales made
+// "offline". Like real tills each retries an unanswered or failed request
+// with the same key and body until it gets an answer it can act on; a
+// refusal other than "in progress", "rate limited" or a 5xx fails the
+// test. A till finishes the transaction in hand before it stops.
+type mixTills struct {
+	mu    sync.Mutex
+	told  []mixTxn
+	count map[string]int // by how
+	wg    sync.WaitGroup
+}
+
+// runMix starts n tills on store s (terminal i%len), keys prefixed by
+// prefix, randomised from seed.
+func runMix(t *testing.T, ctx context.Context, s *testenv.Store, n int, prefix string, seed uint64) *mixTills {
+	mt := &mixTills{count: map[string]int{}}
+	ctx, stop := context.WithCancel(ctx)
+	t.Cleanup(func() { stop(); mt.wg.Wait() })
+	for i := 0; i < n; i++ {
+		term := s.Terminals[i%len(s.Terminals)]
+		rng := rand.New(rand.NewPCG(seed, uint64(i)+1))
+		mt.wg.Add(1)
+		go func() {
+			defer mt.wg.Done()
+			till := &mixTill{t: t, s: s, term: term, rng: rng, mt: mt}
+			for seq := 0; ctx.Err() == nil; seq++ {
+				if !till.one(fmt.Sprintf("%s-%s-%d", prefix, term, seq)) {
+					return
+				}
+			}
+		}()
+	}
+	return mt
+}
+
+func (mt *mixTills) wait() []mixTxn {
+	mt.wg.Wait()
+	return mt.snapshot()
+}
+
+func (mt *mixTills) snapshot() []mixTxn {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	return append([]mixTxn(nil), mt.told...)
+}
+
+// summary says how many of each path the tills took.
+func (mt *mixTills) summary() string {
+	mt.mu.Lock()
+	defer mt.mu.Unlock()
+	return fmt.Sprintf("%d transactions: %d sales, %d token sales (%d tokens lost by Redis), %d batch sales, %d refunds",
+		len(mt.told), mt.count["sale"], mt.count["token"], mt.count["token lost"], mt.count["batch"], mt.count["refund"])
+}
+
+type mixTill struct {
+	t     *testing.T
+	s     *testenv.Store
+	term  string
+	rng   *rand.Rand
+	mt    *mixTills
+	sales []mixTxn // this till's sales not refunded yet
+}
+
+func (m *mixTill) record(tx mixTxn) {
+	m.mt.mu.Lock()
+	m.mt.told = append(m.mt.told, tx)
+	m.mt.count[tx.how]++
+	m.mt.mu.Unlock()
+	if tx.Kind == "sale" {
+		m.sales = append(m.sales, tx)
+	}
+}
+
+// saleBody is a sale of 1–3 lines, some charged below the list price.
+func (m *mixTill) saleBody() map[string]any {
+	var lines []map[string]any
+	var total int64
+	for range 1 + m.rng.IntN(3) {
+		it := mixItems[m.rng.IntN(len(mixItems))]
+		qty := int64(1 + m.rng.IntN(3))
+		price := it.price
+		if m.rng.IntN(4) == 0 {
+			price -= price / 10 // a discount at the till
+		}
+		lines = append(lines, map[string]any{"barcode": it.barcode, "qty": qty, "price_cents": price})
+		total += qty * price
+	}
+	return map[string]any{"lines": lines, "total_cents": total, "tender": tenders[m.rng.IntN(len(tenders))]}
+}
+
+// one makes one transaction; false when the test has failed.
+func (m *mixTill) one(key string) bool {
+	switch p := m.rng.IntN(100); {
+	case p < 20 && len(m.sales) > 0:
+		return m.refund(key)
+	case p < 35:
+		return m.tokenSale(key)
+	case p < 45:
+		return m.batch(key)
+	default:
+		return m.sale("sale", key, m.saleBody())
+	}
+}
+
+// send retries one request until it is answered with want (or a code
+// nothing can be done about, which fails the test).
+func (m *mixTill) send(what, method, path, key string, body any, want int) (testenv.Resp, bool) {
+	var hdr map[string]string
+	if key != "" {
+		hdr = map[string]string{"Idempotency-Key": key}
+	}
+	for attempt := 0; ; attempt++ {
+		r := m.s.T(m.term, method, path, body, hdr)
+		if r.Err == nil && r.Status == want {
+			return r, true
+		}
+		if what == "token" && r.Status == 400 && r.Code() == "token_invalid" {
+			return r, false // a token Redis lost (a failover, a power cut): the caller decides
+		}
+		if r.Err == nil && r.Status != 409 && r.Status < 500 && r.Status != 429 {
+			m.t.Errorf("%s %s key %s: %d %s", m.term, what, key, r.Status, r.Body)
+			return r, false
+		}
+		if r.Err == nil && r.Status == 409 && r.Code() != "request_in_progress" {
+			m.t.Errorf("%s %s key %s: %d %s", m.term, what, key, r.Status, r.Body)
+			return r, false
+		}
+		if attempt > 600 {
+			m.t.Errorf("%s %s key %s never answered: %d %s %v", m.term, what, key, r.Status, r.Body, r.Err)
+			return r, false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (m *mixTill) sale(how, key string, body map[string]any) bool {
+	r, ok := m.send(how, "POST", "/v1/sales", key, body, 201)
+	if !ok {
+		return false
+	}
+	return m.recordSale(how, key, r)
+}
+
+// recordSale records the 201 answer r of a sale under key.
+func (m *mixTill) recordSale(how, key string, r testenv.Resp) bool {
+	var tx mixTxn
+	if err := json.Unmarshal(r.Body, &tx); err != nil || tx.FlowNo == "" {
+		m.t.Errorf("%s sale key %s answered %s (%v)", m.term, key, r.Body, err)
+		return false
+	}
+	tx.how, tx.term, tx.key = how, m.term, key
+	m.record(tx)
+	return true
+}
+
+// tokenSale keys a sale by a payment token; without Redis there are no
+// tokens (503), and the till keys the sale itself, as tills do.
+func (m *mixTill) tokenSale(key string) bool {
+	r := m.s.T(m.term, "POST", "/v1/payment-tokens", nil, nil)
+	if r.Err == nil && r.Status == 201 {
+		tok, _ := r.JSON()["token"].(string)
+		return m.tokenKeyed(tok, key, m.saleBody())
+	}
+	return m.sale("sale", key, m.saleBody())
+}
+
+// tokenKeyed sells under token tok; if Redis lost the token (400
+// token_invalid: nothing was charged) the till sells under its own key.
+func (m *mixTill) tokenKeyed(tok, key string, body map[string]any) bool {
+	r, ok := m.send("token", "POST", "/v1/sales", tok, body, 201)
+	if !ok && r.Code() == "token_invalid" {
+		m.mt.mu.Lock()
+		m.mt.count["token lost"]++
+		m.mt.mu.Unlock()
+		return m.sale("sale", key, body)
+	}
+	if !ok {
+		return false
+	}
+	return m.recordSale("token", tok, r)
+}
+
+// refund returns one unit of the first line of one of the till's sales.
+func (m *mixTill) refund(key string) bool {
+	i := m.rng.IntN(len(m.sales))
+	orig := m.sales[i]
+	m.sales = append(m.sales[:i], m.sales[i+1:]...)
+	return m.refundOf(key, orig)
+}
+
+// refundOf refunds one unit of the first line of sale orig.
+func (m *mixTill) refundOf(key string, orig mixTxn) bool {
+	barcode, price := orig.Lines[0].Barcode, int64(0)
+	for _, ln := range orig.Lines {
+		if ln.Barcode == barcode {
+			price = ln.PriceCents // a barcode on two lines is refunded at its last price (contract)
+		}
+	}
+	body := map[string]any{"original_flow_no": orig.FlowNo,
+		"lines": []map[string]any{{"barcode": barcode, "qty": 1}}, "total_cents": price}
+	r, ok := m.send("refund", "POST", "/v1/refunds", key, body, 201)
+	if !ok {
+		return false
+	}
+	var tx mixTxn
+	if err := json.Unmarshal(r.Body, &tx); err != nil || tx.FlowNo == "" || tx.Kind != "refund" {
+		m.t.Errorf("%s refund key %s answered %s (%v)", m.term, key, r.Body, err)
+		return false
+	}
+	tx.how, tx.term, tx.key = "refund", m.term, key
+	m.record(tx)
+	return true
+}
+
+// batch uploads 2–5 sales the till made "offline" up to 70 minutes ago
+// (so they count in an earlier hour), on today's date.
+func (m *mixTill) batch(key string) bool {
+	var sales []map[string]any
+	now := time.Now().UTC()
+	ago := time.Duration(m.rng.IntN(70*60)) * time.Second
+	if midnight := now.Truncate(24 * time.Hour); now.Add(-ago).Before(midnight.Add(time.Minute)) {
+		ago = 3 * time.Second
+	}
+	at := now.Add(-ago).Format(time.RFC3339)
+	for i := range 2 + m.rng.IntN(4) {
+		b := m.saleBody()
+		b["idempotency_key"] = fmt.Sprintf("%s.b%d", key, i)
+		b["occurred_at"] = at
+		sales = append(sales, b)
+	}
+	// A sale of the batch refused for a passing reason (journal or Redis
+	// unavailable, in progress) is sent again with the whole batch, as a
+	// till would: those already taken answer as replays.
+	for attempt := 0; ; attempt++ {
+		r, ok := m.send("batch", "POST", "/v1/sales/batch", "", map[string]any{"sales": sales}, 200)
+		if !ok {
+			return false
+		}
+		var res struct {
+			Results []struct {
+				Status int             `json:"status"`
+				Sale   json.RawMessage `json:"sale"`
+				Error  json.RawMessage `json:"error"`
+			} `json:"results"`
+		}
+		if err := json.Unmarshal(r.Body, &res); err != nil || len(res.Results) != len(sales) {
+			m.t.Errorf("%s batch %s answered %s (%v)", m.term, key, r.Body, err)
+			return false
+		}
+		again := false
+		for i, x := range res.Results {
+			switch {
+			case x.Status == 201:
+			case x.Status >= 500 || x.Status == 409 || x.Status == 429:
+				again = true
+			default:
+				m.t.Errorf("%s batch %s sale %d: %d %s", m.term, key, i, x.Status, x.Error)
+				return false
+			}
+		}
+		if again {
+			if attempt > 600 {
+				m.t.Errorf("%s batch %s never fully taken: %s", m.term, key, r.Body)
+				return false
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		for i, x := range res.Results {
+			var tx mixTxn
+			if err := json.Unmarshal(x.Sale, &tx); err != nil || tx.FlowNo == "" {
+				m.t.Errorf("%s batch %s sale %d: %s (%v)", m.term, key, i, x.Sale, err)
+				return false
+			}
+			tx.how, tx.term, tx.key = "batch", m.term, sales[i]["idempotency_key"].(string)
+			m.record(tx)
+		}
+		return true
+	}
+}
+
+// counts are the four figures of a stats cell.
+type counts struct {
+	Sales       int64 `json:"sales"`
+	SalesCents  int64 `json:"sales_cents"`
+	Refunds     int64 `json:"refunds"`
+	RefundCents int64 `json:"refund_cents"`
+}
+
+func (c *counts) add(tx mixTxn) {
+	if tx.Kind == "refund" {
+		c.Refunds++
+		c.RefundCents += tx.TotalCents
+	} else {
+		c.Sales++
+		c.SalesCents += tx.TotalCents
+	}
+}
+
+// expected is what Redis must hold after the transactions told.
+type expected struct {
+	stock     map[string]int64
+	terminals map[string]counts
+	tenders   map[string]counts
+	totals    counts
+	hours     map[string]counts
+	net       int64
+}
+
+func expect(told []mixTxn, loc *time.Location) expected {
+	e := expected{stock: map[string]int64{}, terminals: map[string]counts{}, tenders: map[string]counts{}, hours: map[string]counts{}}
+	for _, it := range mixItems {
+		e.stock[it.barcode] = plenty
+	}
+	for _, tx := range told {
+		sign := int64(-1)
+		if tx.Kind == "refund" {
+			sign = 1
+			e.net -= tx.TotalCents
+		} else {
+			e.net += tx.TotalCents
+		}
+		for _, ln := range tx.Lines {
+			e.stock[ln.Barcode] += sign * ln.Qty
+		}
+		c := e.terminals[tx.TerminalID]
+		c.add(tx)
+		e.terminals[tx.TerminalID] = c
+		c = e.tenders[tx.Tender]
+		c.add(tx)
+		e.tenders[tx.Tender] = c
+		h := tx.OccurredAt.In(loc).Format("15")
+		c = e.hours[h]
+		c.add(tx)
+		e.hours[h] = c
+		e.totals.add(tx)
+	}
+	return e
+}
+
+// auditMix proves the money of a fault test adds up everywhere: every
+// transaction a till was told of (every 2xx) is in the journals (one per
+// daemon given) once and nothing else is; HQ holds each once, nothing
+// else, with the same net cents, and its conflicts table is empty (a flow
+// number issued twice lands there); Redis's stock of every item and the
+// daily counters per terminal and per tender and the hourly ones are
+// exactly what the tills were told. HQ and Redis are polled (replay and
+// degraded-mode apply take time); the failure names the last state seen.
+func auditMix(t *testing.T, s *testenv.Store, told []mixTxn, journals ...string) {
+	t.Helper()
+	if len(told) == 0 {
+		t.Fatal("no transaction was answered at all")
+	}
+	if len(journals) == 0 {
+		journals = []string{filepath.Join(s.Dir, "journal.db")}
+	}
+	want := map[string]mixTxn{}
+	for _, tx := range told {
+		if prev, dup := want[tx.FlowNo]; dup {
+			t.Fatalf("flow number %s answered twice: %s key %s and %s key %s", tx.FlowNo, prev.term, prev.key, tx.term, tx.key)
+		}
+		want[tx.FlowNo] = tx
+	}
+
+	jr := map[string]int{}
+	for _, path := range journals {
+		for f, n := range journalTxns(t, path) {
+			jr[f] += n
+		}
+	}
+	for f, tx := range want {
+		if jr[f] != 1 {
+			t.Errorf("journal holds %s (%s %s key %s) %d times", f, tx.how, tx.term, tx.key, jr[f])
+		}
+	}
+	for f := range jr {
+		if _, ok := want[f]; !ok {
+			t.Errorf("journal holds %s, which no till was told of", f)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	e := expect(told, time.UTC)
+	testenv.WaitForState(t, 90*time.Second, "HQ to hold every transaction told, once", func() (bool, string) {
+		hq, net := s.HQRows()
+		missing := 0
+		for f := range want {
+			if hq[f] == 0 {
+				missing++
+			}
+		}
+		last := fmt.Sprintf("HQ holds %d rows, %d of %d told missing, net %d cents (want %d)", len(hq), missing, len(want), net, e.net)
+		if missing > 0 {
+			return false, last
+		}
+		for f, n := range hq {
+			if _, ok := want[f]; !ok || n != 1 {
+				t.Fatalf("HQ holds %s %d times (told: %v)", f, n, ok)
+			}
+		}
+		if net != e.net || len(hq) != len(want) {
+			t.Fatalf("HQ: %s", last)
+		}
+		return true, last
+	})
+	if n := s.HQConflicts(); n != 0 {
+		t.Fatalf("HQ's conflicts table holds %d rows: a flow number was issued twice", n)
+	}
+
+	day := time.Now().UTC().Format("20060102")
+	testenv.WaitForState(t, 60*time.Second, "Redis's stock and counters to match what the tills were told", func() (bool, string) {
+		d := redisDiff(s, e, day)
+		return d == "", d
+	})
+}
+
+// redisDiff is "" when Redis holds the stock and counters e, else the
+// first difference.
+func redisDiff(s *testenv.Store, e expected, day string) string {
+	for _, it := range mixItems {
+		r := s.T(s.Terminals[0], "GET", "/v1/items/"+it.barcode, nil, nil)
+		if r.Status != 200 || r.JSON()["stale"] != false || num(r.JSON()["stock"]) != e.stock[it.barcode] {
+			return fmt.Sprintf("item %s: %d %s, want stock %d", it.barcode, r.Status, r.Body, e.stock[it.barcode])
+		}
+	}
+	var daily struct {
+		Terminals map[string]counts `json:"terminals"`
+		Totals    counts            `json:"totals"`
+		Tenders   map[string]counts `json:"tenders"`
+	}
+	r := s.Admin("GET", "/admin/v1/stats/daily?date="+day, nil)
+	if err := json.Unmarshal(r.Body, &daily); r.Status != 200 || err != nil {
+		return fmt.Sprintf("daily stats: %d %s", r.Status, r.Body)
+	}
+	if daily.Totals != e.totals {
+		return fmt.Sprintf("daily totals %+v, want %+v", daily.Totals, e.totals)
+	}
+	if d := cellsDiff("terminal", daily.Terminals, e.terminals); d != "" {
+		return d
+	}
+	if d := cellsDiff("tender", daily.Tenders, e.tenders); d != "" {
+		return d
+	}
+	var hourly struct {
+		Hours map[string]counts `json:"hours"`
+	}
+	r = s.Admin("GET", "/admin/v1/stats/hourly?date="+day, nil)
+	if err := json.Unmarshal(r.Body, &hourly); r.Status != 200 || err != nil {
+		return fmt.Sprintf("hourly stats: %d %s", r.Status, r.Body)
+	}
+	return cellsDiff("hour", hourly.Hours, e.hours)
+}
+
+func cellsDiff(what string, got, want map[string]counts) string {
+	keys := map[string]bool{}
+	for k := range got {
+		keys[k] = true
+	}
+	for k := range want {
+		keys[k] = true
+	}
+	var ks []string
+	for k := range keys {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	for _, k := range ks {
+		if got[k] != want[k] {
+			return fmt.Sprintf("%s %s: %+v, want %+v", what, k, got[k], want[k])
+		}
+	}
+	return ""
+}
+
+// journalTxns reads every flow number of a journal file (read-only,
+// beside its daemon) with its count.
+func journalTxns(t *testing.T, path string) map[string]int {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT flow_no FROM txns`)
+	if err != nil {
+		t.Fatalf("read journal %s: %v", path, err)
+	}
+	defer rows.Close()
+	out := map[string]int{}
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			t.Fatal(err)
+		}
+		out[f]++
+	}
+	return out
+}
+
+// looseMix are limits no realistic mix of four tills reaches.
+var looseMix = strings.Join([]string{
+	`  store:    {limit: 100000, window: "1s"}`,
+	`  terminal: {limit: 100000, window: "1s"}`,
+	`  actions:`,
+	`    pay:    {limit: 100000, window: "1s"}`,
+	`    scan:   {limit: 100000, window: "1s"}`,
+	`    refund: {limit: 100000, window: "1s"}`,
+	`    sync:   {limit: 100000, window: "1s"}`,
+}, "\n") + "\n"

@@ -81,7 +81,7 @@ func hqCount(t *testing.T, s *testenv.Store, store string) (rows, distinct int) 
 // nothing stored twice by their redelivery or by the two processes.
 func TestHQKilledMidBatchAndTwoInstances(t *testing.T) {
 	const bulk = 60_000
-	s := startStore(t, testenv.StoreOptions{Limits: loose})
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
 	// JetStream redelivers what a killed posedge-hq fetched after
 	// ack_wait: 3 s here rather than the default 30 s.
 	conf := filepath.Join(s.Dir, "hq.yaml")
@@ -92,10 +92,10 @@ func TestHQKilledMidBatchAndTwoInstances(t *testing.T) {
 	if err := os.WriteFile(conf, append(hqConf, "ack_wait: \"3s\"\n"...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.PutItem("K1", 95, plenty)
+	putMixItems(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	tl := runTills(t, ctx, s, 4, "K1", 95)
+	tl := runMix(t, ctx, s, 4, "hqkill", testSeed(t))
 
 	s.HQ.Kill()
 	other := s.StoreID + "B"
@@ -150,7 +150,9 @@ func TestHQKilledMidBatchAndTwoInstances(t *testing.T) {
 		return n >= bulk
 	})
 	cancel()
-	checkTold(t, s, tl.wait(), "K1", plenty)
+	got := tl.wait()
+	t.Log(tl.summary())
+	auditMix(t, s, got)
 	if n, d := hqCount(t, s, other); n != bulk || d != bulk {
 		t.Fatalf("HQ holds %d rows (%d flow numbers) of the other store, want %d", n, d, bulk)
 	}

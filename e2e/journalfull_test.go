@@ -21,22 +21,31 @@ import (
 // keys succeed exactly once, and nothing acknowledged is lost.
 func TestJournalCannotGrow(t *testing.T) {
 	s := startStore(t, testenv.StoreOptions{Limits: paced})
-	s.PutItem("J1", 45, plenty)
+	putMixItems(s)
 	const capBytes = 1 << 20 // the smallest cap the config accepts
 	setJournalCap(t, s, capBytes)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	tl := runTills(t, ctx, s, 4, "J1", 45)
-	var probes []told
+	tl := runMix(t, ctx, s, 4, "full", testSeed(t))
+	var probes []mixTxn
+	probe := func(key string, r testenv.Resp) {
+		t.Helper()
+		var tx mixTxn
+		if err := json.Unmarshal(r.Body, &tx); err != nil || tx.FlowNo == "" {
+			t.Fatalf("probe %s answered %s (%v)", key, r.Body, err)
+		}
+		tx.how, tx.term, tx.key = "sale", "T01", key
+		probes = append(probes, tx)
+	}
 	var stuck string // a key whose sale Redis applied but the journal refused
 	n := 0
 	testenv.WaitFor(t, 90*time.Second, "the journal to fill up", func() bool {
 		n++
 		key := fmt.Sprintf("probe-%d", n)
-		r := s.Sale("T01", key, "J1", 1, 45)
+		r := s.Sale("T01", key, "MX1", 1, 100)
 		switch {
 		case r.Status == 201:
-			probes = append(probes, told{"T01", key, r.Flow(), 1, 45})
+			probe(key, r)
 		case r.Status == 503 && r.Code() == "journal_unavailable":
 			stuck = key
 			return true
@@ -50,7 +59,7 @@ func TestJournalCannotGrow(t *testing.T) {
 
 	// The same key again: refused again, never applied twice.
 	for i := 0; i < 3; i++ {
-		r := s.Sale("T01", stuck, "J1", 1, 45)
+		r := s.Sale("T01", stuck, "MX1", 1, 100)
 		if r.Status != 503 || r.Code() != "journal_unavailable" {
 			t.Fatalf("retry of %s while full: %d %s", stuck, r.Status, r.Body)
 		}
@@ -71,15 +80,16 @@ func TestJournalCannotGrow(t *testing.T) {
 	}
 	setJournalCap(t, s, 64<<20)
 	s.StartEdge()
-	r := s.Sale("T01", stuck, "J1", 1, 45)
+	r := s.Sale("T01", stuck, "MX1", 1, 100)
 	if r.Status != 201 {
 		t.Fatalf("retry of %s once space returned: %d %s", stuck, r.Status, r.Body)
 	}
-	probes = append(probes, told{"T01", stuck, r.Flow(), 1, 45})
+	probe(stuck, r)
 	testenv.WaitFor(t, 30*time.Second, "sales after the journal got room", func() bool { return len(tl.snapshot()) > told0+100 })
 	cancel()
 	got := append(tl.wait(), probes...)
-	checkTold(t, s, got, "J1", plenty)
+	t.Log(tl.summary())
+	auditMix(t, s, got)
 	rec := s.JournalRows("mode = 'recovered'")
 	if rec == 0 {
 		t.Fatal("no sale was recovered: the journal never refused a sale Redis had applied")

@@ -25,11 +25,14 @@ type journalCommand struct{}
 
 func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return &exitError{code: 2, err: fmt.Errorf("usage: posedge journal stats|export|verify|backup DEST|rebuild-counters [--date YYYYMMDD] --config FILE")}
+		return &exitError{code: 2, err: fmt.Errorf("usage: posedge journal stats|export|verify|salvage|backup DEST|rebuild-counters [--date YYYYMMDD] --config FILE")}
 	}
 	sub := args[0]
-	if sub == "rebuild-counters" {
+	switch sub {
+	case "rebuild-counters":
 		return rebuildCounters(ctx, args[1:], stdout)
+	case "salvage":
+		return salvageJournal(ctx, args[1:], stdout)
 	}
 	if sub == "quarantine" {
 		return journalQuarantine(ctx, args[1:], stdout)
@@ -57,7 +60,7 @@ func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Write
 		return printJSON(stdout, st)
 	case "verify":
 		if err := j.Verify(ctx); err != nil {
-			return err
+			return damagedJournal(err, "")
 		}
 		fmt.Fprintf(stdout, "%s: integrity ok\n", cfg.Journal.Path)
 		return nil
@@ -73,7 +76,7 @@ func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Write
 		fmt.Fprintf(stdout, "journal copied to %s\n", fs.Arg(0))
 		return nil
 	}
-	return &exitError{code: 2, err: fmt.Errorf("unknown journal command %q (stats, export, verify, backup, rebuild-counters)", sub)}
+	return &exitError{code: 2, err: fmt.Errorf("unknown journal command %q (stats, export, verify, salvage, backup, rebuild-counters)", sub)}
 }
 
 // rebuildCounters is `posedge journal rebuild-counters --date YYYYMMDD`:

@@ -36,10 +36,11 @@ const usage = `posedge — the store's edge daemon
 Usage:
   posedge run          --config FILE     foreground daemon (what the service runs)
   posedge install      --config FILE     register as a system service
-  posedge uninstall | start | stop | restart | status-service
+  posedge uninstall [--force] | start | stop | restart | status-service
   posedge status       [--config FILE] [--json] [--timeout 3s]
   posedge check-config --config FILE     validate, print problems, exit 0/1
   posedge journal      stats|export|verify|backup DEST --config FILE
+  posedge journal      salvage [--force] --config FILE   copy a damaged journal's readable rows
   posedge journal      rebuild-counters --date YYYYMMDD --config FILE
   posedge journal      quarantine list|retry [FLOW_NO...] --config FILE   transactions Redis cannot apply
   posedge sync         now | manifest [--date D] | quarantine list|retry [FLOW_NO...] --config FILE

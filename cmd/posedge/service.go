@@ -42,6 +42,10 @@ func (sp serviceSpec) unit() unitParams {
 func (c *serviceCommand) Run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("posedge "+c.action, flag.ContinueOnError)
 	cf := addConfigFlag(fs)
+	force := false
+	if c.action == "uninstall" {
+		fs.BoolVar(&force, "force", false, "uninstall even while the journal holds transactions not yet at HQ")
+	}
 	if err := fs.Parse(args); err != nil {
 		return &exitError{code: 2}
 	}
@@ -70,6 +74,11 @@ func (c *serviceCommand) Run(ctx context.Context, args []string, stdout io.Write
 		fmt.Fprintf(stdout, "installed service %s (%s): %s %s %s %s\nstart it with: posedge start\n",
 			serviceName, s.Platform(), spec.Exe, spec.args()[0], spec.args()[1], spec.args()[2])
 	case "uninstall":
+		if !force {
+			if err := uninstallGuard(ctx, spec.Config); err != nil {
+				return err
+			}
+		}
 		if err := s.Uninstall(); err != nil {
 			return fmt.Errorf("uninstall service %s: %w%s", serviceName, err, adminHint)
 		}
@@ -166,5 +175,5 @@ func runForeground(ctx context.Context, path string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	return daemon.Run(ctx, cfg, version, newLogger(stderr, cfg))
+	return damagedJournal(daemon.Run(ctx, cfg, version, newLogger(stderr, cfg)), path)
 }

@@ -37,6 +37,8 @@ Group=posedge
 ExecStart=@EXEC@ run --config @CONFIG@
 Restart=on-failure
 RestartSec=2
+# 65: the journal is damaged (posedge journal salvage); restarting cannot help.
+RestartPreventExitStatus=65
 # Let in-flight sales finish and the journal close cleanly.
 KillSignal=SIGTERM
 TimeoutStopSec=30

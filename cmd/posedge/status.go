@@ -79,7 +79,13 @@ func offlineReport(ctx context.Context, cfg *config.Config, cause error) status.
 	if err != nil {
 		f.Journal = status.JournalFacts{Path: cfg.Journal.Path, Error: err.Error()}
 	} else {
-		f.Journal, f.HQ = daemon.JournalFacts(ctx, j, f.HQ)
+		// The daemon is down: a damaged journal is the first suspect (it
+		// refuses to serve on one), so look before reading figures from it.
+		if cerr := j.QuickCheck(ctx); errors.Is(cerr, journal.ErrDamaged) {
+			f.Journal = status.JournalFacts{Path: cfg.Journal.Path, Error: cerr.Error(), Damaged: true}
+		} else {
+			f.Journal, f.HQ = daemon.JournalFacts(ctx, j, f.HQ)
+		}
 		j.Close()
 	}
 	return status.Evaluate(f, daemon.Thresholds(cfg))

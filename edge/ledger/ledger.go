@@ -404,6 +404,11 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 			t.CreatedAt = ct
 			t.BusinessDay, t.BusinessHour = l.dayHour(ct)
 		}
+		// Redis counted it on the day and hour of its occurred_at (a batch
+		// sale's own moment): the journal files it there too.
+		if at, err := time.Parse(time.RFC3339Nano, b.OccurredAt); err == nil {
+			t.BusinessDay, t.BusinessHour = l.dayHour(at)
+		}
 	}
 	if err := l.journalAppend(ctx, t); err != nil {
 		if errors.Is(err, journal.ErrDuplicateKey) {

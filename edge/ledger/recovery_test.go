@@ -176,6 +176,42 @@ func TestStartJournalsSaleLeftInRedisOnly(t *testing.T) {
 	}
 }
 
+// A batch sale that happened yesterday and was left in Redis only is
+// journaled on the business day (and hour) of its occurred_at, as Redis
+// counted it, not on the day of its recovery: else reconciliation would
+// move it between days.
+func TestRecoveredSaleKeepsItsBusinessDay(t *testing.T) {
+	e := newEnv(t, journal.Options{MaxPageCount: 30})
+	e.putItem("A", 150, 100000)
+	at := time.Now().UTC().Add(-26 * time.Hour)
+	var lost string
+	for i := 0; lost == ""; i++ {
+		key := fmt.Sprintf("k%d", i)
+		req := sale1("A", 1, 150)
+		req.OccurredAt = at.Format(time.RFC3339)
+		if _, err := e.sale("T01", key, req); err != nil {
+			if le := refusal(t, err); le.Code != "journal_unavailable" {
+				t.Fatalf("sale %d: %v", i, le)
+			}
+			lost = key
+		}
+		if i > 5000 {
+			t.Fatal("the journal never filled up")
+		}
+	}
+	e.restart(journal.Options{})
+	if _, err := e.l.Start(e.ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	jt := e.journaled("T01", lost)
+	if jt == nil || jt.Mode != journal.ModeRecovered {
+		t.Fatalf("journal row of the sale left in Redis: %+v", jt)
+	}
+	if day, hour := at.Format("20060102"), at.Format("15"); jt.BusinessDay != day || jt.BusinessHour != hour {
+		t.Fatalf("recovered sale filed on %s hour %s, want %s hour %s (its occurred_at)", jt.BusinessDay, jt.BusinessHour, day, hour)
+	}
+}
+
 // A till that hangs up (its request's context cancelled) is not a Redis
 // outage: the store stays in normal mode and nothing is recorded.
 func TestCancelledRequestKeepsNormalMode(t *testing.T) {

@@ -113,6 +113,7 @@ type JournalFacts struct {
 	Unappliable []string // flow numbers Redis refused to apply, set aside
 	MaxFlowNo   string
 	Error       string
+	Damaged     bool // failed its integrity check: the daemon refuses to serve on it
 }
 
 // Thresholds come from the config.
@@ -331,6 +332,9 @@ func Evaluate(f Facts, th Thresholds) Report {
 	}
 
 	switch {
+	case f.Journal.Damaged:
+		add("journal", Crit, "journal damaged: "+f.Journal.Error,
+			"posedge will not serve on it: stop the service, run `posedge journal salvage --config FILE` (it keeps the damaged file), then start posedge")
 	case f.Journal.Error != "":
 		add("journal", Crit, "journal unreadable: "+f.Journal.Error, "check journal.path and its disk")
 	case f.Journal.DiskFree < 0:

@@ -51,6 +51,23 @@ func WaitFor(t testing.TB, d time.Duration, what string, ok func() bool) {
 	}
 }
 
+// WaitForState is WaitFor whose condition also describes what it saw: on
+// timeout the failure names the last state seen.
+func WaitForState(t testing.TB, d time.Duration, what string, ok func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		done, state := ok()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s; last seen: %s", d, what, state)
+		}
+		time.Sleep(25 * time.Millisecond)
+	}
+}
+
 // Proc is a child process of the test in a process group of its own,
 // killed with the test binary even if it panics (Pdeathsig).
 type Proc struct {

@@ -48,6 +48,17 @@ type StoreOptions struct {
 	// NATSProxy puts a FaultProxy between posedge and NATS (posedge-hq
 	// connects directly): Store.NATSProxy makes the WAN misbehave.
 	NATSProxy bool
+	// JournalDir holds journal.db instead of the store's directory (a
+	// filesystem a test can take away).
+	JournalDir string
+	// Timezone is the store's IANA zone (default UTC).
+	Timezone string
+	// SubjectPrefix is hq.subject_prefix of both posedge and posedge-hq
+	// (default pos.txn).
+	SubjectPrefix string
+	// HQDatabase is posedge-hq's database URL (default SQLite in the
+	// store's directory, which HQRows reads).
+	HQDatabase string
 }
 
 // Store is a whole store on loopback: a Redis Sentinel topology, NATS with
@@ -66,10 +77,12 @@ type Store struct {
 	EdgeURL   string
 	AdminURL  string
 	Config    string
+	Journal   string // the journal file
 	Terminals []string
 	Keys      map[string]string
 	Bin       string
 	client    *http.Client
+	opts      StoreOptions
 }
 
 func randHex(n int) string {
@@ -87,8 +100,14 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	if o.BatchSize == 0 {
 		o.BatchSize = 500
 	}
+	if o.Timezone == "" {
+		o.Timezone = "UTC"
+	}
+	if o.SubjectPrefix == "" {
+		o.SubjectPrefix = "pos.txn"
+	}
 	s := &Store{t: t, Dir: t.TempDir(), StoreID: "S" + randHex(3), Keys: map[string]string{}, Bin: o.Bin,
-		client: &http.Client{Timeout: 15 * time.Second}}
+		client: &http.Client{Timeout: 15 * time.Second}, opts: o}
 	s.Redis = StartRedis(t, RedisOptions{})
 	s.NATS = StartNATS(t)
 	if o.NATSProxy {
@@ -118,8 +137,12 @@ func (s *Store) startHQ() {
 	s.HQDB = filepath.Join(s.Dir, "hq.db")
 	s.HQAdmin = fmt.Sprintf("127.0.0.1:%d", FreePort(s.t))
 	conf := filepath.Join(s.Dir, "hq.yaml")
-	body := fmt.Sprintf("nats_url: %q\nstream: \"POS_TXN\"\nsubject_prefix: \"pos.txn\"\ndatabase: \"sqlite://%s\"\nadmin:\n  listen: %q\n",
-		s.NATS.URL(), s.HQDB, s.HQAdmin)
+	db := "sqlite://" + s.HQDB
+	if s.opts.HQDatabase != "" {
+		db = s.opts.HQDatabase
+	}
+	body := fmt.Sprintf("nats_url: %q\nstream: \"POS_TXN\"\nsubject_prefix: %q\ndatabase: %q\nadmin:\n  listen: %q\n",
+		s.NATS.URL(), s.opts.SubjectPrefix, db, s.HQAdmin)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
@@ -150,13 +173,15 @@ func (s *Store) writeConfig(o StoreOptions) {
 	s.EdgeURL = fmt.Sprintf("http://127.0.0.1:%d", edgePort)
 	s.AdminURL = fmt.Sprintf("http://127.0.0.1:%d", adminPort)
 	var terms strings.Builder
-	s.Terminals, s.Keys = nil, map[string]string{}
-	for i := 1; i <= o.Terminals; i++ {
-		id := fmt.Sprintf("T%02d", i)
-		key := randHex(16)
-		sum := sha256.Sum256([]byte(key))
-		s.Terminals = append(s.Terminals, id)
-		s.Keys[id] = key
+	if len(s.Terminals) == 0 { // a twin keeps the store's terminals and keys
+		for i := 1; i <= o.Terminals; i++ {
+			id := fmt.Sprintf("T%02d", i)
+			s.Terminals = append(s.Terminals, id)
+			s.Keys[id] = randHex(16)
+		}
+	}
+	for _, id := range s.Terminals {
+		sum := sha256.Sum256([]byte(s.Keys[id]))
 		fmt.Fprintf(&terms, "  - {id: %q, key_sha256: %q}\n", id, hex.EncodeToString(sum[:]))
 	}
 	limits := ""
@@ -172,21 +197,52 @@ func (s *Store) writeConfig(o StoreOptions) {
 		natsURL = "nats://" + s.NATSProxy.Addr()
 	}
 	s.Config = filepath.Join(s.Dir, "posedge.yaml")
+	s.Journal = filepath.Join(s.Dir, "journal.db")
+	if o.JournalDir != "" {
+		s.Journal = filepath.Join(o.JournalDir, "journal.db")
+	}
 	cfg := fmt.Sprintf(`store_id: %q
-timezone: "UTC"
+timezone: %q
 listen: "127.0.0.1:%d"
 admin: {listen: "127.0.0.1:%d"}
 redis: {sentinels: [%s], master_name: %q, min_replicas_ack: 1}
 journal: {path: %q}
-hq: {nats_url: %q, batch_size: %d}
+hq: {nats_url: %q, batch_size: %d, subject_prefix: %q}
 log: {level: "debug"}
 terminals:
 %s%s
-%s`, s.StoreID, edgePort, adminPort, strings.Join(sents, ", "), MasterName, filepath.Join(s.Dir, "journal.db"),
-		natsURL, o.BatchSize, terms.String(), limits, o.Extra)
+%s`, s.StoreID, o.Timezone, edgePort, adminPort, strings.Join(sents, ", "), MasterName, s.Journal,
+		natsURL, o.BatchSize, o.SubjectPrefix, terms.String(), limits, o.Extra)
 	if err := os.WriteFile(s.Config, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
 	}
+}
+
+// StartTwin starts a second posedge of the same store (same store_id and
+// terminals, its own journal, listeners and node_id) sharing the store's
+// Redis, NATS and posedge-hq: two daemons on one Redis.
+func (s *Store) StartTwin(nodeID int) *Store {
+	s.t.Helper()
+	tw := &Store{t: s.t, Dir: filepath.Join(s.Dir, fmt.Sprintf("node%d", nodeID)), StoreID: s.StoreID,
+		Redis: s.Redis, NATS: s.NATS, NATSProxy: s.NATSProxy, HQDB: s.HQDB, HQAdmin: s.HQAdmin, Bin: s.Bin,
+		Terminals: s.Terminals, Keys: s.Keys, client: s.client, opts: s.opts}
+	tw.opts.Extra = fmt.Sprintf("node_id: %d\n%s", nodeID, s.opts.Extra)
+	if err := os.MkdirAll(tw.Dir, 0o755); err != nil {
+		s.t.Fatal(err)
+	}
+	s.t.Cleanup(tw.Close)
+	for attempt := 0; ; attempt++ {
+		tw.writeConfig(tw.opts)
+		tw.Edge = &Proc{Name: fmt.Sprintf("posedge-node%d", nodeID), Args: []string{filepath.Join(s.Bin, "posedge"), "run", "--config", tw.Config},
+			Log: filepath.Join(tw.Dir, fmt.Sprintf("posedge%d.log", attempt))}
+		if tw.startEdge() || attempt == 2 {
+			break
+		}
+	}
+	if !tw.Edge.Running() {
+		s.t.Fatalf("posedge node %d exited at start:\n%s", nodeID, tw.Edge.Tail(3000))
+	}
+	return tw
 }
 
 // StartEdge (re)starts posedge and waits for /readyz.
@@ -390,7 +446,7 @@ func (s *Store) WaitHQ(want []string, d time.Duration) map[string]int {
 // JournalRows counts the journal's rows (read-only, beside the daemon).
 func (s *Store) JournalRows(where string, args ...any) int {
 	s.t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(s.Dir, "journal.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := sql.Open("sqlite", "file:"+s.Journal+"?mode=ro&_pragma=busy_timeout(5000)")
 	if err != nil {
 		s.t.Fatal(err)
 	}
@@ -402,6 +458,26 @@ func (s *Store) JournalRows(where string, args ...any) int {
 	}
 	if err := db.QueryRow(q, args...).Scan(&n); err != nil {
 		s.t.Fatalf("journal query: %v", err)
+	}
+	return n
+}
+
+// HQConflicts counts the store's rows in HQ's conflicts table: bodies
+// that arrived under a flow number HQ already held with another body (a
+// flow number issued twice).
+func (s *Store) HQConflicts() int {
+	s.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+s.HQDB+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM conflicts WHERE store_id = ?`, s.StoreID).Scan(&n); err != nil {
+		if strings.Contains(err.Error(), "no such table") {
+			return 0 // HQ has not created its schema yet
+		}
+		s.t.Fatalf("read HQ conflicts: %v", err)
 	}
 	return n
 }

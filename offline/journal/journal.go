@@ -155,12 +155,14 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 	w.SetConnMaxLifetime(0)
 	if err := migrate(ctx, w); err != nil {
 		w.Close()
+		if isCorrupt(err) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
+		}
 		return nil, fmt.Errorf("migrate journal %s: %w", path, err)
 	}
-	var ok string
-	if err := w.QueryRowContext(ctx, "PRAGMA quick_check").Scan(&ok); err != nil || ok != "ok" {
+	if err := check(ctx, w, path, "quick_check"); err != nil {
 		w.Close()
-		return nil, fmt.Errorf("journal %s failed its integrity check (%q, %v): restore it from a backup (posedge journal backup) or move it aside", path, ok, err)
+		return nil, err
 	}
 	r, err := sql.Open("sqlite", dsn(path, Options{BusyTimeout: o.BusyTimeout}, false))
 	if err != nil {

@@ -64,25 +64,7 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 
 // Verify runs SQLite's full integrity check.
 func (j *Journal) Verify(ctx context.Context) error {
-	rows, err := j.r.QueryContext(ctx, `PRAGMA integrity_check`)
-	if err != nil {
-		return fmt.Errorf("integrity check: %w", err)
-	}
-	defer rows.Close()
-	var problems []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return err
-		}
-		if s != "ok" {
-			problems = append(problems, s)
-		}
-	}
-	if len(problems) > 0 {
-		return fmt.Errorf("journal %s is damaged: %v", j.path, problems)
-	}
-	return rows.Err()
+	return check(ctx, j.r, j.path, "integrity_check")
 }
 
 // Backup writes a consistent copy of the journal to dest (VACUUM INTO),

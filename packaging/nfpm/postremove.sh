@@ -1,9 +1,13 @@
 #!/bin/sh
-# posedge postremove (.deb postrm and .rpm %postun). The journal under
-# /var/lib/posedge and the posedge user are kept: the journal may hold
-# sales headquarters has not acknowledged yet.
+# posedge postremove (.deb postrm and .rpm %postun). A remove keeps the
+# journal under /var/lib/posedge and the posedge user: the journal may
+# hold sales headquarters has not acknowledged yet. Only a Debian purge
+# deletes /var/lib/posedge (rpm has no purge: an erase keeps it).
 set -e
 
+if [ "$1" = purge ]; then
+	rm -rf /var/lib/posedge
+fi
 if [ -d /run/systemd/system ]; then
 	systemctl daemon-reload >/dev/null 2>&1 || true
 fi

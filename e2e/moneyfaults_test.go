@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/posedge/posedge/internal/testenv"
+)
+
+// TestTwoDaemonsOneRedisThroughMasterKillAndFreeze: two daemons of one
+// store (node_id 0 and 1) share its Redis while tills on each sell the
+// realistic mix; the Redis master is killed (Sentinel promotes a
+// replica), later every Redis node is frozen (SIGSTOP, both daemons go
+// degraded and number flows from their own node's range) and thawed.
+// Every flow number told is unique across both daemons, each is in one
+// journal once and at HQ once with no conflict, and Redis's stock and
+// counters are exactly the sum of both daemons' answers.
+func TestTwoDaemonsOneRedisThroughMasterKillAndFreeze(t *testing.T) {
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
+	putMixItems(s)
+	tw := s.StartTwin(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := runMix(t, ctx, s, 2, "node0", seed)
+	b := runMix(t, ctx, tw, 2, "node1", seed+1)
+	time.Sleep(1500 * time.Millisecond)
+
+	s.Redis.KillNode(s.Redis.MasterIndex())
+	testenv.WaitFor(t, 30*time.Second, "a replica promoted", func() bool { return s.Redis.MasterIndex() > 0 })
+	time.Sleep(2 * time.Second)
+
+	s.Redis.StopAll()
+	for _, d := range []*testenv.Store{s, tw} {
+		testenv.WaitForState(t, 15*time.Second, "both daemons degraded", func() (bool, string) {
+			st := d.Admin("GET", "/admin/v1/status", nil).JSON()
+			return st["mode"] == "degraded", fmt.Sprintf("%s mode %v", d.Edge.Name, st["mode"])
+		})
+	}
+	time.Sleep(2 * time.Second)
+	for _, d := range []*testenv.Store{s, tw} {
+		if n := d.JournalRows("mode = 'degraded'"); n == 0 {
+			t.Fatalf("%s journaled nothing in degraded mode while Redis was frozen", d.Edge.Name)
+		}
+	}
+	s.Redis.ContAll()
+	time.Sleep(2 * time.Second)
+	cancel()
+	got := append(a.wait(), b.wait()...)
+	t.Logf("node 0: %s; node 1: %s", a.summary(), b.summary())
+	auditMix(t, s, got, filepath.Join(s.Dir, "journal.db"), filepath.Join(tw.Dir, "journal.db"))
+}
+
+// TestDegradedRefundsAppliedOnce: sales made while Redis is up are
+// refunded while it is frozen (degraded mode: the refunds are journaled
+// unapplied); Redis is thawed and the daemon is killed (-9) while it
+// applies them, then restarted. Each refund restores its stock and counts
+// once: not lost with the crash, not applied twice after it.
+func TestDegradedRefundsAppliedOnce(t *testing.T) {
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
+	putMixItems(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	mt := runMix(t, ctx, s, 4, "before", seed)
+	time.Sleep(2 * time.Second)
+	cancel()
+	sales := mt.wait()
+
+	s.Redis.StopAll()
+	testenv.WaitForState(t, 15*time.Second, "degraded mode", func() (bool, string) {
+		st := s.Admin("GET", "/admin/v1/status", nil).JSON()
+		return st["mode"] == "degraded", fmt.Sprintf("mode %v", st["mode"])
+	})
+	done := map[string]bool{} // sales the mix refunded already
+	for _, tx := range sales {
+		done[tx.OriginalFlowNo] = true
+	}
+	refunded := &mixTills{count: map[string]int{}}
+	for i, sale := range sales {
+		if sale.Kind != "sale" || done[sale.FlowNo] || len(refunded.told) >= 60 {
+			continue
+		}
+		// Any terminal may refund any sale of the store.
+		m := &mixTill{t: t, s: s, term: s.Terminals[i%len(s.Terminals)], mt: refunded}
+		if !m.refundOf(fmt.Sprintf("degraded-refund-%d", i), sale) {
+			t.FailNow()
+		}
+	}
+	refunds := refunded.snapshot()
+	t.Logf("%d sales, then %d refunds of them while Redis was frozen", len(sales), len(refunds))
+	if n := s.JournalRows("kind = 'refund' AND mode = 'degraded' AND applied = 0"); n < len(refunds) {
+		t.Fatalf("%d unapplied degraded refunds in the journal, %d refunded while Redis was frozen", n, len(refunds))
+	}
+	s.Redis.ContAll()
+	testenv.WaitFor(t, 30*time.Second, "some degraded refunds applied", func() bool {
+		return s.JournalRows("kind = 'refund' AND applied = 1") > 0
+	})
+	s.Edge.Kill() // in the middle of applying them, or just after
+	s.StartEdge()
+	all := append(sales, refunds...)
+	auditMix(t, s, all)
+	testenv.WaitForState(t, 30*time.Second, "every degraded refund applied", func() (bool, string) {
+		n := s.JournalRows("applied = 0")
+		return n == 0, fmt.Sprintf("%d not applied", n)
+	})
+}
+
+// TestWANBlackHoledMoneyAudited: the link to HQ drops every packet both
+// ways without closing (a black-holed WAN) while tills sell the realistic
+// mix, then heals. Status during the hole is TestHungHQIsNotOK's; this is
+// the money: every sale, refund and batch told reaches HQ once, with the
+// same net cents, no conflict, and Redis matches. 20 s of hole (60 s with
+// POSEDGE_LONG=1).
+func TestWANBlackHoledMoneyAudited(t *testing.T) {
+	hole := 20 * time.Second
+	if os.Getenv("POSEDGE_LONG") != "" {
+		hole = 60 * time.Second
+	}
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix, NATSProxy: true})
+	putMixItems(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	mt := runMix(t, ctx, s, 4, "wan", seed)
+	time.Sleep(time.Second)
+	s.NATSProxy.Set(testenv.BlackHole, 0)
+	time.Sleep(hole)
+	hqRows, _ := s.HQRows()
+	told := len(mt.snapshot())
+	s.NATSProxy.Set(testenv.Pass, 0)
+	time.Sleep(time.Second)
+	cancel()
+	got := mt.wait()
+	t.Logf("%s; HQ held %d when the link healed, %d were told by then", mt.summary(), len(hqRows), told)
+	if len(hqRows) >= told {
+		t.Fatalf("HQ held %d of %d transactions during the hole: the link was not black-holed", len(hqRows), told)
+	}
+	auditMix(t, s, got)
+}
