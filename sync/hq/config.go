@@ -29,7 +29,12 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultSilentAfter     = 5 * time.Minute
 	DefaultAckWait         = 30 * time.Second
+	DefaultCatalogBucket   = "POS_CATALOG"
+	DefaultMaxSaleCents    = 100_000_000_000
 	maxBatchSize           = 10000
+	// maxCents bounds max_sale_cents as the terminal API bounds one
+	// amount, so no sum of a sale can overflow int64.
+	maxCents = 1_000_000_000_000
 )
 
 // ErrNoConfig means the config file does not exist (as opposed to
@@ -49,6 +54,8 @@ type Config struct {
 	BatchSize       int
 	SilentAfter     time.Duration
 	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
+	CatalogBucket   string        // JetStream key-value bucket of the item master
+	MaxSaleCents    int64         // largest price the catalog accepts, as the stores' max_sale_cents
 }
 
 // TLSConfig is the optional TLS setup of the NATS connection.
@@ -70,6 +77,8 @@ func DefaultConfig() Config {
 		BatchSize:       DefaultBatchSize,
 		SilentAfter:     DefaultSilentAfter,
 		AckWait:         DefaultAckWait,
+		CatalogBucket:   DefaultCatalogBucket,
+		MaxSaleCents:    DefaultMaxSaleCents,
 	}
 }
 
@@ -86,9 +95,11 @@ type fileConfig struct {
 	Admin           *struct {
 		Listen *string `yaml:"listen"`
 	} `yaml:"admin"`
-	BatchSize   *string `yaml:"batch_size"`
-	SilentAfter *string `yaml:"silent_after"`
-	AckWait     *string `yaml:"ack_wait"`
+	BatchSize     *string `yaml:"batch_size"`
+	SilentAfter   *string `yaml:"silent_after"`
+	AckWait       *string `yaml:"ack_wait"`
+	CatalogBucket *string `yaml:"catalog_bucket"`
+	MaxSaleCents  *string `yaml:"max_sale_cents"`
 }
 
 type fileTLSConfig struct {
@@ -189,6 +200,7 @@ func ParseConfig(file string, data []byte) (Config, error) {
 	str(&c.Stream, fc.Stream)
 	str(&c.SubjectPrefix, fc.SubjectPrefix)
 	str(&c.Database, fc.Database)
+	str(&c.CatalogBucket, fc.CatalogBucket)
 	if fc.Admin != nil {
 		str(&c.AdminListen, fc.Admin.Listen)
 	}
@@ -204,6 +216,17 @@ func ParseConfig(file string, data []byte) (Config, error) {
 			v.add("batch_size", *fc.BatchSize, fmt.Errorf("must be between 1 and %d", maxBatchSize))
 		default:
 			c.BatchSize = n
+		}
+	}
+	if fc.MaxSaleCents != nil {
+		n, err := strconv.ParseInt(strings.TrimSpace(*fc.MaxSaleCents), 10, 64)
+		switch {
+		case err != nil:
+			v.add("max_sale_cents", *fc.MaxSaleCents, errors.New("not a whole number of cents"))
+		case n < 1 || n > maxCents:
+			v.add("max_sale_cents", *fc.MaxSaleCents, fmt.Errorf("must be between 1 and %d", int64(maxCents)))
+		default:
+			c.MaxSaleCents = n
 		}
 	}
 	c.validate(&v)
@@ -270,6 +293,9 @@ func (c *Config) validate(v *validator) {
 	}
 	if !streamName.MatchString(c.Stream) {
 		v.add("stream", c.Stream, errors.New("must be 1-64 of [A-Za-z0-9_-]"))
+	}
+	if !streamName.MatchString(c.CatalogBucket) {
+		v.add("catalog_bucket", c.CatalogBucket, errors.New("must be 1-64 of [A-Za-z0-9_-]"))
 	}
 	if err := checkSubjectPrefix(c.SubjectPrefix); err != nil {
 		v.add("subject_prefix", c.SubjectPrefix, err)

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Server is a posedge-hq process: its database, the receiver and the
@@ -28,7 +30,7 @@ func NewServer(cfg Config, log *slog.Logger, version string) *Server {
 // admin address is taken; an unreachable NATS is waited for.
 func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("posedge-hq starting", "version", s.version, "nats_url", redactNATSURL(s.cfg.NATSURL), "stream", s.cfg.Stream,
-		"subject_prefix", s.cfg.SubjectPrefix, "database", redactURL(s.cfg.Database), "admin_listen", s.cfg.AdminListen)
+		"subject_prefix", s.cfg.SubjectPrefix, "catalog_bucket", s.cfg.CatalogBucket, "database", redactURL(s.cfg.Database), "admin_listen", s.cfg.AdminListen)
 	store, err := OpenStore(ctx, s.cfg.Database, StoreOptions{SilentAfter: s.cfg.SilentAfter, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
@@ -37,12 +39,27 @@ func (s *Server) Run(ctx context.Context) error {
 	metrics := NewMetrics(store, s.version, s.log)
 	recv := NewReceiver(s.cfg, store, metrics, s.log, "")
 
+	// The catalog has a connection of its own: its writes never queue
+	// behind the receiver's batches.
+	catNC, err := connectNATS(s.cfg, "posedge-hq catalog", s.log)
+	if err != nil {
+		return err
+	}
+	defer catNC.Close()
+	catJS, err := jetstream.New(catNC)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/admin/v1/catalog/", NewCatalogHandler(NewCatalog(s.cfg, catJS), s.cfg.MaxSaleCents, s.log))
+	mux.Handle("/", NewAdminHandler(store, recv, metrics, s.log))
+
 	ln, err := net.Listen("tcp", s.cfg.AdminListen)
 	if err != nil {
 		return fmt.Errorf("admin.listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           NewAdminHandler(store, recv, metrics, s.log),
+		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}

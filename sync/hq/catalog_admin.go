@@ -1,0 +1,160 @@
+package hq
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+)
+
+// catalogBodyBytes bounds a catalog PUT body.
+const catalogBodyBytes = 64 << 10
+
+// NewCatalogHandler serves the item master admin API (contract §6):
+//
+//	PUT    /admin/v1/catalog/{barcode}              {"name","price_cents","active"[,"store_id"]} → 200 {"key","revision"}
+//	DELETE /admin/v1/catalog/{barcode}[?store_id=S] writes "active": false → 200 {"key","revision"}
+func NewCatalogHandler(cat *Catalog, maxCents int64, log *slog.Logger) http.Handler {
+	h := &catalogAdmin{cat: cat, maxCents: maxCents, log: log}
+	mux := http.NewServeMux()
+	mux.HandleFunc("PUT /admin/v1/catalog/{barcode}", h.put)
+	mux.HandleFunc("DELETE /admin/v1/catalog/{barcode}", h.delete)
+	return mux
+}
+
+type catalogAdmin struct {
+	cat      *Catalog
+	maxCents int64
+	log      *slog.Logger
+}
+
+func (h *catalogAdmin) put(w http.ResponseWriter, r *http.Request) {
+	bc := r.PathValue("barcode")
+	b, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, catalogBodyBytes))
+	if err != nil {
+		writeError(w, http.StatusRequestEntityTooLarge, "body_too_large", fmt.Sprintf("the body exceeds %d bytes", catalogBodyBytes))
+		return
+	}
+	storeID, it, fe := decodeCatalogPut(b)
+	if fe == nil {
+		fe = ValidateCatalogEntry(storeID, bc, it, h.maxCents)
+	}
+	if fe != nil {
+		writeError(w, http.StatusBadRequest, fe.Code, fe.Message)
+		return
+	}
+	key, rev, err := h.cat.Put(r.Context(), storeID, bc, it)
+	if err != nil {
+		h.log.Error("catalog put", "barcode", bc, "store_id", storeID, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "nats_unavailable", "the catalog bucket did not take the write: "+err.Error())
+		return
+	}
+	h.log.Info("catalog entry written", "key", key, "revision", rev, "price_cents", it.PriceCents, "active", it.Active)
+	writeJSON(w, http.StatusOK, map[string]any{"key": key, "revision": rev})
+}
+
+func (h *catalogAdmin) delete(w http.ResponseWriter, r *http.Request) {
+	bc := r.PathValue("barcode")
+	storeID := r.URL.Query().Get("store_id")
+	if !barcodePattern.MatchString(bc) {
+		writeError(w, http.StatusBadRequest, "invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]")
+		return
+	}
+	if storeID != "" && (!storeIDPattern.MatchString(storeID) || storeID == AllStores) {
+		writeError(w, http.StatusBadRequest, "invalid_store_id", "store_id must be 1-32 of [A-Za-z0-9_-] and not "+AllStores)
+		return
+	}
+	key, rev, err := h.cat.Deactivate(r.Context(), storeID, bc)
+	switch {
+	case errors.Is(err, ErrCatalogKeyNotFound):
+		writeError(w, http.StatusNotFound, "item_not_found", "the catalog has no entry "+key)
+		return
+	case err != nil:
+		h.log.Error("catalog delete", "key", key, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "nats_unavailable", "the catalog bucket did not take the write: "+err.Error())
+		return
+	}
+	h.log.Info("catalog entry deactivated", "key", key, "revision", rev)
+	writeJSON(w, http.StatusOK, map[string]any{"key": key, "revision": rev})
+}
+
+// decodeCatalogPut reads a PUT body strictly: exact field names, no
+// duplicate key, integers only, nothing after the object. "active" is
+// true when absent.
+func decodeCatalogPut(b []byte) (string, CatalogItem, *CatalogFieldError) {
+	it := CatalogItem{Active: true}
+	fields, fe := strictObject(b)
+	if fe != nil {
+		return "", it, fe
+	}
+	var storeID string
+	for name, raw := range fields {
+		var err error
+		switch name {
+		case "name":
+			err = json.Unmarshal(raw, &it.Name)
+			if err != nil {
+				return "", it, &CatalogFieldError{"invalid_name", "name must be a string"}
+			}
+		case "price_cents":
+			n, perr := strconv.ParseInt(string(bytes.TrimSpace(raw)), 10, 64)
+			if perr != nil {
+				return "", it, &CatalogFieldError{"invalid_amount", "price_cents must be a whole, non-negative number of cents"}
+			}
+			it.PriceCents = n
+		case "active":
+			if json.Unmarshal(raw, &it.Active) != nil {
+				return "", it, &CatalogFieldError{"invalid_json", "active must be true or false"}
+			}
+		case "store_id":
+			if json.Unmarshal(raw, &storeID) != nil || storeID == "" {
+				return "", it, &CatalogFieldError{"invalid_store_id", "store_id must be a non-empty string"}
+			}
+		default:
+			return "", it, &CatalogFieldError{"unknown_field", fmt.Sprintf("unknown field %q", name)}
+		}
+	}
+	if _, ok := fields["price_cents"]; !ok {
+		return "", it, &CatalogFieldError{"invalid_amount", "price_cents is required"}
+	}
+	return storeID, it, nil
+}
+
+// strictObject splits a JSON object into its fields, refusing duplicate
+// keys (which encoding/json would silently merge) and trailing data.
+func strictObject(b []byte) (map[string]json.RawMessage, *CatalogFieldError) {
+	bad := func(msg string) *CatalogFieldError { return &CatalogFieldError{"invalid_json", msg} }
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	tok, err := d.Token()
+	if err != nil || tok != json.Delim('{') {
+		return nil, bad("the body must be a JSON object")
+	}
+	out := map[string]json.RawMessage{}
+	for d.More() {
+		tok, err := d.Token()
+		if err != nil {
+			return nil, bad("malformed JSON: " + err.Error())
+		}
+		name, _ := tok.(string)
+		var raw json.RawMessage
+		if err := d.Decode(&raw); err != nil {
+			return nil, bad("malformed JSON: " + err.Error())
+		}
+		if _, dup := out[name]; dup {
+			return nil, bad(fmt.Sprintf("duplicate key %q", name))
+		}
+		out[name] = raw
+	}
+	if _, err := d.Token(); err != nil {
+		return nil, bad("malformed JSON: " + err.Error())
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, bad("trailing data after the JSON object")
+	}
+	return out, nil
+}
