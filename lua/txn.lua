@@ -9,7 +9,7 @@
 -- KEYS[4] hourly counters     pe:{S}:hourly:<YYYYMMDD>       (hash)
 -- KEYS[5] payment token       pe:{S}:token:<key>             (hash, may not exist)
 -- KEYS[6] refunded so far     pe:{S}:refunded:<original>     (hash, refunds only)
--- KEYS[7..] item per line     pe:{S}:item:<barcode>          (hash: name, price_cents, stock)
+-- KEYS[7..] item per line     pe:{S}:item:<barcode>          (hash: name, price_cents, stock, active)
 --
 -- ARGV[1]  mode: sale | refund | batch (a past sale: no stock or item check)
 --               | apply_sale | apply_refund (a journaled degraded
@@ -64,8 +64,10 @@ end
 
 if mode == 'sale' then
   for _, o in ipairs(order) do
-    local stock = redis.call('HGET', KEYS[o[2]], 'stock')
-    if not stock then return {'unknown_item', o[1]} end
+    local it = redis.call('HMGET', KEYS[o[2]], 'stock', 'active')
+    local stock = it[1]
+    -- active '0': deactivated by HQ's catalog, unknown to the tills.
+    if not stock or it[2] == '0' then return {'unknown_item', o[1]} end
     if tonumber(stock) < qty[o[1]] then return {'insufficient_stock', o[1], stock} end
   end
 end

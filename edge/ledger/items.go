@@ -47,9 +47,9 @@ func (l *Ledger) Item(ctx context.Context, barcode string) (*Item, error) {
 	if !l.Degraded() {
 		rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 		defer cancel()
-		m, err := l.rdb.HMGet(rctx, l.k.item(barcode), "name", "price_cents", "stock").Result()
+		m, err := l.rdb.HMGet(rctx, l.k.item(barcode), "name", "price_cents", "stock", "active").Result()
 		if err == nil {
-			if m[0] == nil {
+			if m[0] == nil || str(m[3]) == "0" { // never known, or deactivated by HQ's catalog
 				return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
 			}
 			it := &Item{Barcode: barcode, Name: str(m[0])}
@@ -68,6 +68,9 @@ func (l *Ledger) Item(ctx context.Context, barcode string) (*Item, error) {
 	}
 	if c == nil {
 		return nil, errRedisUnavailable("looking up an item the daemon has never seen")
+	}
+	if !c.Active {
+		return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
 	}
 	return &Item{Barcode: c.Barcode, Name: c.Name, PriceCents: c.PriceCents, Stock: c.Stock, Stale: true}, nil
 }
