@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/api"
+	"github.com/posedge/posedge/edge/catalog"
 	"github.com/posedge/posedge/edge/config"
 	"github.com/posedge/posedge/edge/health"
 	"github.com/posedge/posedge/edge/ledger"
@@ -42,6 +43,7 @@ type Daemon struct {
 	ledger  *ledger.Ledger
 	limiter *ratelimit.Limiter
 	replay  *replay.Replayer
+	catalog *catalog.Watcher
 	rec     *reconcile.Reconciler
 	seen    *api.LastSeen
 	health  *health.Tracker
@@ -93,6 +95,9 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)
 	}
+
+	d.catalog = catalog.New(catalog.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
+		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, Bucket: cfg.HQ.CatalogBucket}, d.ledger, log, d.reg)
 
 	adminToken := ""
 	if cfg.Admin.TokenFile != "" {
@@ -146,6 +151,11 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	go func() {
 		if err := d.replay.Run(ctx); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("hq replay: %w", err)
+		}
+	}()
+	go func() {
+		if err := d.catalog.Run(ctx); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("hq catalog: %w", err)
 		}
 	}()
 	go func() { errc <- serve(termSrv, termLn, cfg.TLS.CertFile, cfg.TLS.KeyFile) }()
