@@ -65,4 +65,11 @@ func TestCatalogPriceReachesTill(t *testing.T) {
 	if r := s.Sale("T01", "k1", "C1", 1, 399); r.Status != 422 || r.Code() != "unknown_item" {
 		t.Errorf("sale of an inactive item: %d %s, want 422 unknown_item", r.Status, r.Body)
 	}
+
+	// posedge status --json: the catalog object.
+	st := s.Admin("GET", "/admin/v1/status", nil).JSON()
+	c, _ := st["catalog"].(map[string]any)
+	if c == nil || c["watching"] != true || c["revision"].(float64) < 7 || c["applied_at"] == nil {
+		t.Errorf("status catalog object %v, want watching, revision ≥ 7, applied_at set", st["catalog"])
+	}
 }

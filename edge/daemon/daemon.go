@@ -243,6 +243,8 @@ func (d *Daemon) Status(ctx context.Context) status.Report {
 	f.Version, f.StoreID, f.UptimeSeconds = d.version, d.cfg.StoreID, int64(time.Since(d.started)/time.Second)
 	f.Terminals, f.Reconciliation = d.seen.Snapshot(), d.rec.Differences()
 	f.Journal, f.HQ = JournalFacts(ctx, d.j, f.HQ)
+	cs := d.catalog.State()
+	f.Catalog = &status.CatalogFacts{Revision: cs.Revision, AppliedAt: cs.AppliedAt, Watching: cs.Watching, DownSince: cs.DownSince}
 	return status.Evaluate(f, Thresholds(d.cfg))
 }
 
@@ -261,10 +263,25 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 	}
 	jf.SizeBytes, jf.Rows, jf.Quarantined, jf.Unapplied, jf.MaxFlowNo = st.SizeBytes, st.Rows, st.Quarantined, st.Unapplied, st.MaxFlowNo
 	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
+
 	if hq.LastSyncAt == nil {
 		hq.LastSyncAt = st.LastAckedAt
 	}
 	return jf, hq
+}
+
+// JournalCatalogFacts is what the journal says of the catalog while the
+// daemon is down: the revision applied through and when, not watching.
+func JournalCatalogFacts(ctx context.Context, j *journal.Journal) *status.CatalogFacts {
+	rev, _, at, err := j.CatalogMark(ctx)
+	if err != nil {
+		return nil
+	}
+	f := &status.CatalogFacts{Revision: rev}
+	if !at.IsZero() {
+		f.AppliedAt = &at
+	}
+	return f
 }
 
 // Thresholds are the status thresholds of a config. With a hard cap
@@ -276,7 +293,8 @@ func Thresholds(c *config.Config) status.Thresholds {
 		quota = c.Journal.MaxBytes / 10 * 8
 	}
 	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
-		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D()}
+		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D(),
+		CatalogStaleAfter: c.HQ.CatalogStaleAfter.D()}
 }
 
 // journalPageSize is SQLite's default page size, which journal.max_bytes
