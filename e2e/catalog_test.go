@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,10 +67,31 @@ func TestCatalogPriceReachesTill(t *testing.T) {
 		t.Errorf("sale of an inactive item: %d %s, want 422 unknown_item", r.Status, r.Body)
 	}
 
+	// posedge killed while HQ changes a price twice: once restarted it
+	// shows the newest, resumed from the journal's revision (no reload).
+	s.Edge.Kill()
+	put("C2", map[string]any{"name": "Cake", "price_cents": 300})
+	put("C2", map[string]any{"name": "Cake", "price_cents": 320})
+	s.StartEdge()
+	t.Logf("after the restart, the newest price at the till in %v", within("C2", 320, 10*time.Second).Round(time.Millisecond))
+	if m := s.Admin("GET", "/metrics", nil); !strings.Contains(string(m.Body), "posedge_catalog_reloads_total 0") {
+		t.Errorf("the restarted daemon reloaded the catalog instead of resuming:\n%s", grepLines(string(m.Body), "posedge_catalog_"))
+	}
+
 	// posedge status --json: the catalog object.
 	st := s.Admin("GET", "/admin/v1/status", nil).JSON()
 	c, _ := st["catalog"].(map[string]any)
 	if c == nil || c["watching"] != true || c["revision"].(float64) < 7 || c["applied_at"] == nil {
 		t.Errorf("status catalog object %v, want watching, revision ≥ 7, applied_at set", st["catalog"])
 	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
