@@ -54,3 +54,41 @@ func TestCatalogApplyScript(t *testing.T) {
 		t.Errorf("after a change of a stocked item: %v, stock %s, want [applied 12] and stock 12", res, stock)
 	}
 }
+
+// stock_adjust.lua: a relative change, once per key; refused (changing
+// nothing) for an unknown item or a stock that would go below zero.
+func TestStockAdjustScript(t *testing.T) {
+	rdb := startRedis(t)
+	ctx := context.Background()
+	item, rec := "pe:{S}:item:A", "pe:{S}:adj:k1"
+	run := func(keys []string, delta, id, fp string) string {
+		t.Helper()
+		res, err := MustScript("stock_adjust.lua").Run(ctx, rdb, keys, delta, id, fp, 3600).Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(res)
+	}
+	if got := run([]string{item, rec}, "5", "id1", "fp1"); got != "[unknown_item]" {
+		t.Fatalf("unknown item: %s", got)
+	}
+	rdb.HSet(ctx, item, "name", "a", "stock", 3)
+	steps := []struct {
+		keys                []string
+		delta, id, fp, want string
+	}{
+		{[]string{item, rec}, "5", "id1", "fp1", "[ok 8 id1]"},
+		{[]string{item, rec}, "5", "id2", "fp1", "[exists 8 id1 1]"},
+		{[]string{item, rec}, "6", "id3", "fp2", "[exists 8 id1 0]"},
+		{[]string{item, "pe:{S}:adj:k2"}, "-9", "id4", "fp3", "[insufficient_stock 8]"},
+		{[]string{item, "pe:{S}:adj:k3"}, "-8", "id5", "fp4", "[ok 0 id5]"},
+	}
+	for _, s := range steps {
+		if got := run(s.keys, s.delta, s.id, s.fp); got != s.want {
+			t.Errorf("delta %s key %s: %s, want %s", s.delta, s.keys[1], got, s.want)
+		}
+	}
+	if n, _ := rdb.Exists(ctx, "pe:{S}:adj:k2").Result(); n != 0 {
+		t.Errorf("a refused adjustment left its record")
+	}
+}
