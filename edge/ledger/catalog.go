@@ -93,3 +93,32 @@ func (l *Ledger) SetCatalogMark(ctx context.Context, rev uint64, bucketID string
 func (l *Ledger) CatalogMark(ctx context.Context) (rev uint64, bucketID string, at time.Time, err error) {
 	return l.j.CatalogMark(ctx)
 }
+
+// ReapplyCatalog applies again the catalog entries the journal recorded
+// since a time, by the same rules: a Redis that lost its latest writes
+// gets back the changes it lacks, one that has them keeps them (same
+// revision, or a local override made since).
+func (l *Ledger) ReapplyCatalog(ctx context.Context, since time.Time) (int, error) {
+	items, err := l.j.CatalogSince(ctx, since)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, it := range items {
+		active := "0"
+		if it.Active {
+			active = "1"
+		}
+		rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+		res, err := catalogScript.Run(rctx, l.rdb, []string{l.k.item(it.Barcode)}, it.Name, strconv.FormatInt(it.PriceCents, 10),
+			active, strconv.FormatUint(it.Revision, 10), it.Source, "0").StringSlice()
+		cancel()
+		if err != nil {
+			return n, fmt.Errorf("re-apply catalog entry of %s: %w", it.Barcode, err)
+		}
+		if res[0] == CatalogApplied {
+			n++
+		}
+	}
+	return n, nil
+}

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -86,5 +87,37 @@ func TestApplyCatalog(t *testing.T) {
 	}
 	if it, err := e.l.Item(e.ctx, "N"); err != nil || !it.Stale || it.PriceCents != 250 {
 		t.Errorf("degraded lookup of N = %+v %v, want the stale copy at 250", it, err)
+	}
+}
+
+// A Redis that lost the latest catalog change (a failover) gets it back
+// from the journal's copy with the repair; a local override made after
+// the change is kept.
+func TestRepairReappliesCatalog(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	for _, c := range []ledger.CatalogChange{
+		{Barcode: "A", Name: "Apple", PriceCents: 100, Active: true, Revision: 3, Through: 3},
+		{Barcode: "A", Name: "Apple", PriceCents: 120, Active: false, Revision: 5, Through: 5},
+		{Barcode: "B", Name: "Bread", PriceCents: 200, Active: true, Revision: 6, Through: 6},
+	} {
+		if _, err := e.l.ApplyCatalog(e.ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a promoted replica that missed revision 5 holds.
+	e.rdb.HSet(e.ctx, "pe:{S1}:item:A", "price_cents", "100", "active", "1", "cat_rev", "3")
+	// A local override of B after its catalog change.
+	e.putItem("B", 190, 4)
+	if err := e.l.Repair(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.l.Item(e.ctx, "A"); refusal(t, err).Code != "item_not_found" {
+		t.Errorf("A after the repair: %v, want inactive again (revision 5)", err)
+	}
+	if got, _ := e.rdb.HMGet(e.ctx, "pe:{S1}:item:A", "price_cents", "cat_rev").Result(); fmt.Sprint(got) != "[120 5]" {
+		t.Errorf("A in redis %v, want price 120 at revision 5", got)
+	}
+	if it, err := e.l.Item(e.ctx, "B"); err != nil || it.PriceCents != 190 || it.Stock != 4 {
+		t.Errorf("B = %+v %v, want the local override kept (190, stock 4)", it, err)
 	}
 }

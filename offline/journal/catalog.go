@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -120,4 +121,26 @@ func setMetaTx(tx *sql.Tx, kv map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// CatalogSince lists the catalog entries applied at or after since: what
+// a Redis that lost its latest writes (failover, restart) may lack.
+func (j *Journal) CatalogSince(ctx context.Context, since time.Time) ([]CatalogItem, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT barcode, name, price_cents, active, revision, source FROM catalog
+		WHERE applied_at >= ? ORDER BY revision`, ts(since))
+	if err != nil {
+		return nil, fmt.Errorf("read recent catalog entries: %w", err)
+	}
+	defer rows.Close()
+	var out []CatalogItem
+	for rows.Next() {
+		var it CatalogItem
+		var rev int64
+		if err := rows.Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Active, &rev, &it.Source); err != nil {
+			return nil, fmt.Errorf("read recent catalog entries: %w", err)
+		}
+		it.Revision = uint64(rev)
+		out = append(out, it)
+	}
+	return out, rows.Err()
 }
