@@ -2,6 +2,7 @@ package hq
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +10,16 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 )
 
-// catalogBodyBytes bounds a catalog PUT body.
-const catalogBodyBytes = 64 << 10
+const (
+	// catalogBodyBytes bounds a catalog PUT body.
+	catalogBodyBytes = 64 << 10
+	// catalogWriteTimeout bounds one write while NATS is unreachable:
+	// the caller gets a 503 rather than a request that hangs.
+	catalogWriteTimeout = 5 * time.Second
+)
 
 // NewCatalogHandler serves the item master admin API (contract §6):
 //
@@ -47,7 +54,9 @@ func (h *catalogAdmin) put(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fe.Code, fe.Message)
 		return
 	}
-	key, rev, err := h.cat.Put(r.Context(), storeID, bc, it)
+	ctx, cancel := context.WithTimeout(r.Context(), catalogWriteTimeout)
+	defer cancel()
+	key, rev, err := h.cat.Put(ctx, storeID, bc, it)
 	if err != nil {
 		h.log.Error("catalog put", "barcode", bc, "store_id", storeID, "err", err)
 		writeError(w, http.StatusServiceUnavailable, "nats_unavailable", "the catalog bucket did not take the write: "+err.Error())
@@ -68,7 +77,9 @@ func (h *catalogAdmin) delete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_store_id", "store_id must be 1-32 of [A-Za-z0-9_-] and not "+AllStores)
 		return
 	}
-	key, rev, err := h.cat.Deactivate(r.Context(), storeID, bc)
+	ctx, cancel := context.WithTimeout(r.Context(), catalogWriteTimeout)
+	defer cancel()
+	key, rev, err := h.cat.Deactivate(ctx, storeID, bc)
 	switch {
 	case errors.Is(err, ErrCatalogKeyNotFound):
 		writeError(w, http.StatusNotFound, "item_not_found", "the catalog has no entry "+key)

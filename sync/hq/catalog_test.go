@@ -247,3 +247,21 @@ func lastSeq(t *testing.T, kv jetstream.KeyValue) uint64 {
 	}
 	return st.(*jetstream.KeyValueBucketStatus).StreamInfo().State.LastSeq
 }
+
+// NATS down: a catalog write answers 503 within its bound, not never.
+func TestCatalogAdminNATSDown(t *testing.T) {
+	n := testenv.StartNATS(t)
+	nc, js := connect(t, n.URL())
+	cfg := testConfig(n.URL(), "sqlite://unused.db")
+	h := hq.NewCatalogHandler(hq.NewCatalog(cfg, js), cfg.MaxSaleCents, testLogger(t))
+	n.Stop()
+	testenv.WaitFor(t, waitLong, "client disconnected", func() bool { return !nc.IsConnected() })
+	start := time.Now()
+	status, out := do(t, h, http.MethodPut, "/admin/v1/catalog/A1", `{"name":"Milk","price_cents":350}`)
+	if status != http.StatusServiceUnavailable || errCode(out) != "nats_unavailable" {
+		t.Errorf("PUT with NATS down = %d %v, want 503 nats_unavailable", status, out)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Errorf("PUT with NATS down took %v", d)
+	}
+}
