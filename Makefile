@@ -8,6 +8,7 @@ CMDS      := ./cmd/posedge ./cmd/posedge-hq ./cmd/posedge-sim
 # os/arch[/GOARM]: the store boxes we ship to (armv7 routers included).
 PLATFORMS := linux/amd64 linux/arm64 linux/arm/7 windows/amd64
 BENCHTIME ?= 2s
+FUZZTIME  ?= 60s
 
 # Packages: a version dpkg and rpm accept (starts with a digit; a git
 # describe such as 307b91d-dirty becomes 0.0.0~git307b91d.dirty), and the
@@ -18,12 +19,22 @@ PKG_ARCHS   := amd64 arm64
 NFPM_VERSION := v2.45.2
 TOOLS       := $(CURDIR)/bin/tools
 NFPM        := $(TOOLS)/nfpm
+# Redocly CLI (npm), project-local under bin/tools/node_modules: lints
+# docs/openapi.yaml in test-tools and renders it in `make docs`. The stamp
+# names the version, so changing it here installs the new one. 1.x: 2.x
+# needs Node 20.19+, Debian 12's nodejs (CI's) is 18.
+REDOCLY_VERSION := 1.34.20
+REDOCLY       := $(TOOLS)/node_modules/.bin/redocly
+REDOCLY_STAMP := $(TOOLS)/.redocly-$(REDOCLY_VERSION)
+# No usage data sent, no update check: the same run offline as online.
+export REDOCLY_TELEMETRY := off
+export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # Packages whose tests build on Windows (the test harness internal/testenv
 # drives Unix processes; its users are vetted for Linux only).
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-long test-tools check cross package demo bench bench-pkg profile clean
+.PHONY: help build test test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -31,6 +42,8 @@ help: ## list the targets
 build: ## build posedge, posedge-hq and posedge-sim into ./bin/
 	go build $(LDFLAGS) -o bin/ $(CMDS)
 
+# go test runs every fuzz target over its seed corpus (f.Add and
+# testdata/fuzz/); `make fuzz` explores beyond it.
 test: ## the CI gate: go vet, every test (starts its own Redis, Sentinel, NATS), then test-tools
 	go vet ./...
 	go test -p 1 -count=1 -timeout 45m -skip '^TestTool' ./...
@@ -39,8 +52,8 @@ test: ## the CI gate: go vet, every test (starts its own Redis, Sentinel, NATS),
 test-long: ## the full-size 7-day WAN outage: 350,000 sales drained within the default sync policy (~14 min; not in CI)
 	POSEDGE_LONG=1 go test -count=1 -timeout 60m -run TestSevenDayOutageDrainsOnceWithinTheSyncPolicy -v ./sync/replay/
 
-test-tools: package ## outside checkers: promtool (metrics, rules), systemd-analyze verify, lintian on the .deb
-	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge
+test-tools: package $(REDOCLY_STAMP) ## outside checkers: promtool, systemd-analyze verify, lintian on the .deb, Redocly lint of openapi.yaml
+	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) POSEDGE_REDOCLY=$(REDOCLY) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge
 
 check: ## go vet (Linux and Windows), gofmt and CGO-free cross-builds into ./dist/
 	go vet ./...
@@ -56,6 +69,15 @@ cross: ## CGO-free builds for every platform into ./dist/<os>-<arch>/
 		echo "build $$out"; \
 		CGO_ENABLED=0 GOOS=$$1 GOARCH=$$2 GOARM=$${3:-} go build -trimpath $(REL_LDFLAGS) -o $$out $(CMDS); \
 	done
+
+$(REDOCLY_STAMP):
+	npm install --prefix $(TOOLS) --no-save --no-package-lock --no-audit --no-fund @redocly/cli@$(REDOCLY_VERSION)
+	touch $@
+
+# The page is generated, not committed (.gitignore): the YAML is the source.
+docs: $(REDOCLY_STAMP) ## render docs/openapi.yaml to one static page, docs/api.html (Redocly build-docs)
+	$(REDOCLY) build-docs --config docs/redocly.yaml --disableGoogleFont --title 'posedge store API' \
+		-o docs/api.html docs/openapi.yaml
 
 $(NFPM):
 	GOBIN=$(TOOLS) go install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
@@ -95,5 +117,17 @@ bench-pkg: ## the per-package go test benchmarks (BENCHTIME=2s)
 profile: ## pprof CPU and allocation summaries of the lookup, sale, replay and ingest paths into docs/perf/
 	./scripts/profile.sh docs/perf
 
-clean: ## remove ./bin, ./dist and ./.demo
-	rm -rf bin dist .demo
+fuzz: ## every fuzz target for FUZZTIME each (default 60s), one at a time: executions and crashes per target
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
+
+# The chain of bench-hq: stores × transactions per store.
+CHAIN_STORES ?= 1000
+CHAIN_TXNS   ?= 5000
+
+bench-hq: ## HQ at chain scale: CHAIN_STORES stores replay CHAIN_TXNS each to 1, 2, 4 posedge-hq over a 3-node cluster (long)
+	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) \
+		go test -p 1 -count=1 -run '^$$' -bench '^BenchmarkChainReplay$$' -benchtime 1x -timeout 600m -v ./sync/hq/ | tee bench-hq.log | grep '^figure'
+
+clean: ## stop what a demo left running; remove ./bin, ./dist, ./.demo and docs/api.html
+	@[ ! -f .demo/pids ] || ./scripts/demo.sh stop
+	rm -rf bin dist .demo docs/api.html

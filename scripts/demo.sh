@@ -6,8 +6,21 @@
 #
 #   DEMO_DURATION=20s   how long the terminals sell
 #   DEMO_RATE=2         sales per second per terminal
-#   DEMO_KEEP=1         keep everything running until Ctrl-C
+#   DEMO_KEEP=1         keep everything running until Ctrl-C: a practice
+#                       store (docs/practice.md); a process that stops is a
+#                       fault to observe, not a reason to stop the demo
 #
+# While DEMO_KEEP=1 runs, from another shell:
+#   scripts/demo.sh fault kill-master   kill the Redis master (Sentinel fails over)
+#   scripts/demo.sh fault stop-redis    kill every Redis server (degraded mode)
+#   scripts/demo.sh fault freeze-redis  SIGSTOP every Redis server (hangs, then degraded mode)
+#   scripts/demo.sh fault wan-down      kill NATS (HQ unreachable, backlog grows)
+#   scripts/demo.sh fault wan-up        start NATS again (as heal)
+#   scripts/demo.sh fault heal          restart (or continue) whatever stopped
+#   scripts/demo.sh stop                stop what an earlier demo left running
+#
+# Redis and Sentinel run from copies of configs/ under .demo/ (Redis and
+# Sentinel rewrite their config files), so the tree stays clean.
 # Ctrl-C stops everything the script started. Logs: .demo/logs/.
 
 # Functions called through traps and wait_for look unused to shellcheck.
@@ -43,6 +56,7 @@ die() {
 
 PIDS=()  # in start order; each is the id of its own process group
 NAMES=()
+CMDS=()  # each process's command line, quoted, to start it again on heal
 
 # start NAME CMD...: runs CMD in a session of its own, so that Ctrl-C
 # reaches only this script, which then stops everything in order.
@@ -53,7 +67,21 @@ start() {
 	setsid "$@" >"$LOGS/$name.log" 2>&1 </dev/null &
 	PIDS+=("$!")
 	NAMES+=("$name")
+	CMDS+=("$(printf '%q ' "$@")")
 	echo "$!" >>"$D/pids"
+	echo "$!" >"$D/pid.$name"
+}
+
+# restart I: starts process I again with its command line (heal).
+restart() {
+	local i=$1
+	# As in start: setsid itself in the background, so that $! is the id
+	# of the new process group (eval ... & would be a subshell's).
+	eval "set -- ${CMDS[i]}"
+	setsid "$@" >>"$LOGS/${NAMES[i]}.log" 2>&1 </dev/null &
+	PIDS[i]=$!
+	echo "$!" >>"$D/pids"
+	echo "$!" >"$D/pid.${NAMES[i]}"
 }
 
 # stop_group PID: TERM to the process group, KILL after 5 s.
@@ -155,15 +183,25 @@ install_missing() {
 # --- the store -----------------------------------------------------------
 
 start_redis() {
-	local i conf extra
+	local i conf
 	for i in 0 1 2; do
 		mkdir -p "$D/redis$i"
-		conf=redis-replica.conf extra=(--replicaof 127.0.0.1 "${REDIS_PORTS[0]}")
-		[ $i -gt 0 ] || conf=redis-master.conf extra=()
-		# The shipped config, with the demo's port and paths.
-		start "redis$i" redis-server "$ROOT/configs/$conf" --port "${REDIS_PORTS[i]}" \
-			--bind 127.0.0.1 --dir "$D/redis$i" --pidfile "$D/redis$i/redis.pid" --logfile "" \
-			"${extra[@]}"
+		conf=redis-replica.conf
+		[ $i -gt 0 ] || conf=redis-master.conf
+		# A copy of the shipped config with the demo's port and paths: Redis
+		# rewrites the file it was started from (CONFIG REWRITE after a
+		# failover), which must never be a tracked file; on heal the node
+		# starts again from what Sentinel last wrote there.
+		sed -e "s/^port .*/port ${REDIS_PORTS[i]}/" \
+			-e "s/^bind .*/bind 127.0.0.1/" \
+			-e "s|^pidfile .*|pidfile $D/redis$i/redis.pid|" \
+			-e 's|^logfile .*|logfile ""|' \
+			-e "s|^dir .*|dir $D/redis$i|" \
+			-e "s/^replicaof .*/replicaof 127.0.0.1 ${REDIS_PORTS[0]}/" \
+			"$ROOT/configs/$conf" >"$D/redis$i/redis.conf"
+		grep -q "^port ${REDIS_PORTS[i]}\$" "$D/redis$i/redis.conf" ||
+			die "configs/$conf: no 'port' line to adapt"
+		start "redis$i" redis-server "$D/redis$i/redis.conf"
 		wait_for 10 "redis$i" redis-cli -p "${REDIS_PORTS[i]}" ping
 	done
 	wait_for 20 "both replicas in sync" replicas_online
@@ -257,7 +295,95 @@ start_edge() {
 
 hq_count() { "$D/bin/hqcount" "$D/hq.db" | awk -v k="$1" '$1 == k {print $2}'; }
 
+# --- practice: faults -------------------------------------------------------
+
+# keep_running: a stopped process is a fault being practised: say so once,
+# and start it again when `scripts/demo.sh fault heal` asks.
+keep_running() {
+	local i down=()
+	rm -f "$D/heal"
+	while :; do
+		sleep 1
+		for i in "${!PIDS[@]}"; do
+			if kill -0 "${PIDS[i]}" 2>/dev/null; then
+				[ -z "${down[i]:-}" ] || echo "$(date +%T) ${NAMES[i]} is running again"
+				down[i]=""
+			elif [ -z "${down[i]:-}" ]; then
+				down[i]=1
+				echo "$(date +%T) ${NAMES[i]} stopped (scripts/demo.sh fault heal starts it again; log $LOGS/${NAMES[i]}.log)"
+			fi
+		done
+		if [ -f "$D/heal" ]; then
+			rm -f "$D/heal"
+			for i in "${!PIDS[@]}"; do
+				if ! kill -0 "${PIDS[i]}" 2>/dev/null; then
+					echo "$(date +%T) heal: starting ${NAMES[i]} again"
+					restart "$i"
+				fi
+			done
+			# A frozen (SIGSTOP) process continues.
+			for i in "${!PIDS[@]}"; do
+				kill -CONT -- "-${PIDS[i]}" 2>/dev/null || true
+			done
+		fi
+	done
+}
+
+redis_pid() { cat "$D/redis$1/redis.pid" 2>/dev/null; }
+
+# fault NAME: run from another shell while `DEMO_KEEP=1 make demo` runs.
+fault() {
+	[ -f "$D/pids" ] || die "no demo is running (start one with: DEMO_KEEP=1 make demo)"
+	local i port pid
+	case "${1:-}" in
+	kill-master)
+		port=$(redis-cli -p "${SENTINEL_PORTS[0]}" sentinel get-master-addr-by-name posedge | sed -n 2p)
+		for i in 0 1 2; do
+			[ "${REDIS_PORTS[i]}" = "$port" ] || continue
+			pid=$(redis_pid "$i") || die "no pid file for redis$i"
+			kill -KILL "$pid"
+			echo "killed the Redis master redis$i (:$port, pid $pid); Sentinel promotes a replica within a few seconds"
+			return 0
+		done
+		die "Sentinel names master port '${port:-?}', not one of the demo's"
+		;;
+	stop-redis)
+		for i in 0 1 2; do
+			pid=$(redis_pid "$i") && kill -KILL "$pid" 2>/dev/null && echo "killed redis$i (:${REDIS_PORTS[i]})"
+		done
+		echo "every Redis server is down: posedge is in degraded mode"
+		;;
+	freeze-redis)
+		for i in 0 1 2; do
+			pid=$(redis_pid "$i") && kill -STOP "$pid" && echo "froze redis$i (:${REDIS_PORTS[i]})"
+		done
+		echo "every Redis server is frozen (answers nothing): posedge times out into degraded mode"
+		;;
+	wan-down)
+		pid=$(cat "$D/pid.nats") && kill -TERM "$pid" 2>/dev/null || die "NATS is not running"
+		echo "stopped NATS (pid $pid): HQ is unreachable, the backlog grows"
+		;;
+	heal | wan-up)
+		touch "$D/heal"
+		echo "asked the demo to start again (and continue) whatever stopped; watch its terminal"
+		;;
+	*) die "usage: scripts/demo.sh fault kill-master|stop-redis|freeze-redis|wan-down|wan-up|heal" ;;
+	esac
+}
+
 # --- main ---------------------------------------------------------------
+
+case "${1:-}" in
+fault)
+	shift
+	fault "$@"
+	exit 0
+	;;
+stop) # make clean: stop what a demo killed with SIGKILL left running
+	stop_leftovers
+	exit 0
+	;;
+esac
 
 cd "$ROOT"
 mkdir -p "$D"
@@ -329,9 +455,6 @@ if [ "${DEMO_KEEP:-}" = 1 ]; then
 		  more sales    $BIN/posedge-sim --url http://127.0.0.1:$EDGE_PORT --admin http://127.0.0.1:$ADMIN_PORT --keys \$(cat $D/keys)
 		  logs          $LOGS/
 	EOF
-	while :; do
-		sleep 5
-		check_alive
-	done
+	keep_running
 fi
 exit $rc

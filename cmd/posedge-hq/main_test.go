@@ -196,6 +196,7 @@ func flood(t *testing.T, natsURL string, perStore int, published *atomic.Int64) 
 				body, _ := json.Marshal(map[string]any{
 					"flow_no": strconv.Itoa(i), "store_id": s, "terminal_id": fmt.Sprintf("T%02d", i%5+1), "kind": "sale",
 					"total_cents": i, "tender": "cash", "created_at": time.Now().UTC().Format(time.RFC3339Nano),
+					"lines": []map[string]any{{"barcode": "A1", "qty": 1, "price_cents": i}},
 				})
 				m := nats.NewMsg(wire.TxnSubject(wire.DefaultSubjectPrefix, s))
 				m.Header.Set(wire.HeaderMsgID, wire.MsgID(s, strconv.Itoa(i)))

@@ -67,6 +67,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// posedge answers "//v1/…" 404 (no redirects): join without doubling.
+	c.URL, c.AdminURL = strings.TrimRight(c.URL, "/"), strings.TrimRight(c.AdminURL, "/")
 	if *showVersion {
 		fmt.Fprintln(out, "posedge-sim", version)
 		return nil

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -57,16 +59,16 @@ func newAdminClient(cfg *config.Config, timeout time.Duration) (*adminClient, er
 		return nil, err
 	}
 	c := &adminClient{base: "http://" + host, timeout: timeout, http: &http.Client{}}
-	if tc := adminTLS(cfg); tc != nil {
+	tc, err := adminTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
 		c.base = "https://" + host
 		c.http.Transport = &http.Transport{TLSClientConfig: tc}
 	}
-	if cfg.Admin.TokenFile != "" {
-		b, err := os.ReadFile(cfg.Admin.TokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("admin.token_file: %w", err)
-		}
-		c.token = strings.TrimSpace(string(b))
+	if c.token, err = cfg.AdminToken(); err != nil {
+		return nil, fmt.Errorf("admin.token_file: %w", err)
 	}
 	return c, nil
 }
@@ -90,11 +92,24 @@ func adminHost(listen string) (string, error) {
 	return net.JoinHostPort(host, port), nil
 }
 
-// adminTLS is the TLS of the admin listener, nil while it speaks plain
-// HTTP. The config has no admin.tls key yet: when it gets one, build its
-// tls.Config here (the CA that signed the listener's certificate) and
-// every subcommand speaks https.
-func adminTLS(*config.Config) *tls.Config { return nil }
+// adminTLS is how to reach an admin listener with admin.tls set, nil
+// while it speaks plain HTTP. The subcommands run on the store box itself
+// and trust exactly the listener's own certificate (admin.tls.cert_file):
+// no system CA is needed, and nothing else is trusted.
+func adminTLS(cfg *config.Config) (*tls.Config, error) {
+	if cfg.Admin.TLS.CertFile == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(cfg.Admin.TLS.CertFile)
+	if err != nil {
+		return nil, fmt.Errorf("admin.tls.cert_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("admin.tls.cert_file %s: no PEM certificate in it", cfg.Admin.TLS.CertFile)
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
 
 // addr is the daemon's admin address, for messages.
 func (c *adminClient) addr() string {
@@ -125,14 +140,26 @@ func (e *adminError) Error() string {
 // URL, and says whether it was a timeout); any other answer is an
 // *adminError.
 func (c *adminClient) do(ctx context.Context, method, path string) ([]byte, error) {
+	return c.send(ctx, method, path, nil)
+}
+
+// send is do with a JSON request body (nil: none).
+func (c *adminClient) send(ctx context.Context, method, path string, reqBody []byte) ([]byte, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	var rd io.Reader
+	if reqBody != nil {
+		rd = bytes.NewReader(reqBody)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
 		return nil, fmt.Errorf("admin request %s %s: %w", method, path, err)
+	}
+	if reqBody != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/posedge/posedge/edge/api"
 	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/internal/testenv"
 )
 
 func TestAdminHost(t *testing.T) {
@@ -140,4 +142,43 @@ func TestAdminClient(t *testing.T) {
 			t.Fatalf("%v %v", err, got)
 		}
 	})
+}
+
+// With admin.tls set, every subcommand speaks https to the admin listener
+// and trusts exactly its certificate: another certificate is refused, and
+// so is the listener reached over plain http.
+func TestAdminClientOverTLS(t *testing.T) {
+	dir := t.TempDir()
+	cert, key := testenv.SelfSignedCert(t, dir, "admin")
+	other, _ := testenv.SelfSignedCert(t, dir, "other")
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: api.NewAdmin(api.AdminDeps{Log: slog.New(slog.DiscardHandler),
+		Status: func(context.Context) any { return map[string]string{"status": "ok"} },
+		Ready:  func(context.Context) error { return nil }})}
+	go func() { _ = srv.ServeTLS(ln, cert, key) }()
+	t.Cleanup(func() { srv.Close() })
+
+	ask := func(certFile string) (map[string]string, error) {
+		c := &config.Config{}
+		c.Admin.Listen, c.Admin.TLS.CertFile = ln.Addr().String(), certFile
+		ac, err := newAdminClient(c, 3*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		var got map[string]string
+		return got, ac.getJSON(context.Background(), "/admin/v1/status", &got)
+	}
+	if got, err := ask(cert); err != nil || got["status"] != "ok" {
+		t.Fatalf("https with the listener's certificate: %v %v", got, err)
+	}
+	var uae x509.UnknownAuthorityError
+	if _, err := ask(other); !errors.As(err, &uae) {
+		t.Fatalf("another certificate trusted: %v", err)
+	}
+	if _, err := ask(""); err == nil {
+		t.Fatal("plain http to a TLS listener answered")
+	}
 }

@@ -31,6 +31,9 @@ func (c *journalCommand) Run(ctx context.Context, args []string, stdout io.Write
 	if sub == "rebuild-counters" {
 		return rebuildCounters(ctx, args[1:], stdout)
 	}
+	if sub == "quarantine" {
+		return journalQuarantine(ctx, args[1:], stdout)
+	}
 	fs := flag.NewFlagSet("posedge journal "+sub, flag.ContinueOnError)
 	cf := addConfigFlag(fs)
 	if err := fs.Parse(args[1:]); err != nil {

@@ -41,8 +41,10 @@ Usage:
   posedge check-config --config FILE     validate, print problems, exit 0/1
   posedge journal      stats|export|verify|backup DEST --config FILE
   posedge journal      rebuild-counters --date YYYYMMDD --config FILE
+  posedge journal      quarantine list|retry [FLOW_NO...] --config FILE   transactions Redis cannot apply
   posedge sync         now | manifest [--date D] | quarantine list|retry [FLOW_NO...] --config FILE
   posedge support-bundle [--config FILE] [--out FILE]   one archive for support
+  posedge gen-admin-token [--out FILE] | gen-terminal-key ID   new secret and its config line
   posedge version
 `
 
@@ -83,6 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return (&syncCommand{}).Run(ctx, rest, stdout)
 	case "support-bundle":
 		return (&supportBundleCommand{}).Run(ctx, rest, stdout)
+	case "gen-admin-token", "gen-terminal-key":
+		return (&genCommand{what: cmd}).Run(ctx, rest, stdout)
 	case "install", "uninstall", "start", "stop", "restart", "status-service":
 		return (&serviceCommand{action: cmd}).Run(ctx, rest, stdout)
 	case "version", "--version", "-v":

@@ -35,6 +35,10 @@ type windowsServiceSettings struct {
 	// SERVICE_STOPPED instead of kardianos' loop, which can spin forever
 	// (kardianos/service #337).
 	StopTimeout time.Duration
+	// Account is the service's logon: a virtual account, which Windows
+	// makes for the service alone (no password, no interactive logon),
+	// rather than LocalSystem, which can do anything on the PC.
+	Account string
 }
 
 func windowsSettings() windowsServiceSettings {
@@ -49,7 +53,22 @@ func windowsSettings() windowsServiceSettings {
 		ResetPeriod:                24 * time.Hour,
 		RecoveryOnNonCrashFailures: true,
 		StopTimeout:                40 * time.Second, // the daemon's own shutdown takes at most ~30 s
+		Account:                    `NT SERVICE\` + serviceName,
 	}
+}
+
+// dataACLArgs are the icacls arguments that leave the data folder
+// (config, admin token, journal) to Administrators, SYSTEM and the
+// service's account only: inherited entries removed (by default every
+// local user may read %ProgramData%), full control for the first two,
+// modify for the service. SIDs, not names, for the built-in groups, so
+// that a localised Windows matches too.
+func dataACLArgs(dir, account string) []string {
+	return []string{dir, "/inheritance:r",
+		"/grant:r", "*S-1-5-32-544:(OI)(CI)F", // Administrators
+		"/grant:r", "*S-1-5-18:(OI)(CI)F", // SYSTEM
+		"/grant:r", account + ":(OI)(CI)M",
+		"/T", "/Q"}
 }
 
 // windowsDataDir is %ProgramData%\posedge, where the config and the
@@ -96,6 +115,8 @@ func resolveWindowsPaths(c *config.Config, programData, cwd string) []string {
 	fix("admin.token_file", &c.Admin.TokenFile)
 	fix("tls.cert_file", &c.TLS.CertFile)
 	fix("tls.key_file", &c.TLS.KeyFile)
+	fix("admin.tls.cert_file", &c.Admin.TLS.CertFile)
+	fix("admin.tls.key_file", &c.Admin.TLS.KeyFile)
 	fix("hq.creds_file", &c.HQ.CredsFile)
 	fix("hq.ca_file", &c.HQ.CAFile)
 	fix("hq.cert_file", &c.HQ.CertFile)

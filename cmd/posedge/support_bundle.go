@@ -12,12 +12,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"regexp"
 	"runtime"
 	"strings"
 	"time"
-
-	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/config"
 	"github.com/posedge/posedge/edge/status"
@@ -212,7 +209,7 @@ func (b *bundle) write(name, dir string, now time.Time) error {
 			man.WriteString("  " + n + "\n")
 		}
 	}
-	man.WriteString("\nSecrets are left out: redis.password, redis.sentinel_password, terminals[].key_sha256\nand any key named *password*, *secret* or token are redacted; files named by\n*_file keys (admin token, NATS credentials, TLS keys) are not read.\n")
+	man.WriteString("\n" + redactionNote)
 	f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("support bundle: %w", err)
@@ -244,84 +241,6 @@ func baseName(p string) string {
 		return p[i+1:]
 	}
 	return p
-}
-
-// secretKey tells the config keys whose values never leave the store.
-func secretKey(k string) bool {
-	k = strings.ToLower(k)
-	if strings.HasSuffix(k, "_file") || strings.HasSuffix(k, "_path") {
-		return false // a path, not the secret; the file is never read
-	}
-	return k == "key_sha256" || k == "token" || strings.Contains(k, "password") || strings.Contains(k, "secret") ||
-		strings.Contains(k, "passphrase") || strings.HasSuffix(k, "_token") || strings.HasSuffix(k, "_key")
-}
-
-const redacted = "REDACTED"
-
-// secretLine finds `key: value` pairs of secret keys in a line of YAML,
-// block or flow style, for a file that does not parse.
-var secretLine = regexp.MustCompile(`(?i)([A-Za-z0-9_]*(?:password|secret|passphrase|key_sha256|token)[A-Za-z0-9_]*)(\s*:\s*)("(?:[^"\\]|\\.)*"|'[^']*'|[^\s,}#]+)`)
-
-// redactConfig returns the config without secrets. A file that parses is
-// walked key by key and printed again (comments dropped); one that does
-// not is redacted line by line, and anything after a secret key that
-// starts a block scalar is dropped too.
-func redactConfig(raw []byte) ([]byte, string) {
-	var doc any
-	if err := yaml.UnmarshalWithOptions(raw, &doc, yaml.UseOrderedMap()); err == nil {
-		out, err := yaml.Marshal(redactValue(doc))
-		if err == nil {
-			return out, "secrets redacted, comments dropped"
-		}
-	}
-	var b strings.Builder
-	lines := strings.Split(string(raw), "\n")
-	for i := 0; i < len(lines); i++ {
-		l := secretLine.ReplaceAllStringFunc(lines[i], func(m string) string {
-			sm := secretLine.FindStringSubmatch(m)
-			if !secretKey(sm[1]) {
-				return m
-			}
-			return sm[1] + sm[2] + `"` + redacted + `"`
-		})
-		b.WriteString(l + "\n")
-		// key: | or key: > — the value is on the lines indented below.
-		if sm := regexp.MustCompile(`^(\s*)-?\s*([A-Za-z0-9_]+)\s*:\s*[|>][-+0-9]*\s*$`).FindStringSubmatch(lines[i]); sm != nil && secretKey(sm[2]) {
-			for i+1 < len(lines) && (strings.TrimSpace(lines[i+1]) == "" || indent(lines[i+1]) > len(sm[1])) {
-				i++
-			}
-			b.WriteString(sm[1] + "  " + redacted + "\n")
-		}
-	}
-	return []byte(b.String()), "not valid YAML: secrets redacted line by line"
-}
-
-func indent(s string) int { return len(s) - len(strings.TrimLeft(s, " \t")) }
-
-func redactValue(v any) any {
-	switch t := v.(type) {
-	case yaml.MapSlice:
-		for i, it := range t {
-			if k, ok := it.Key.(string); ok && secretKey(k) && it.Value != nil && it.Value != "" {
-				t[i].Value = redacted
-			} else {
-				t[i].Value = redactValue(it.Value)
-			}
-		}
-	case map[string]any:
-		for k, val := range t {
-			if secretKey(k) && val != nil && val != "" {
-				t[k] = redacted
-			} else {
-				t[k] = redactValue(val)
-			}
-		}
-	case []any:
-		for i := range t {
-			t[i] = redactValue(t[i])
-		}
-	}
-	return v
 }
 
 // adminGet fetches one path of the admin API.

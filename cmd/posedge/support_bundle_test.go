@@ -51,7 +51,7 @@ func TestSupportBundle(t *testing.T) {
 	buildJournal(t, jp, 5, 2)
 	cfg := writeConfig(t, dir, deadAddr(t), jp)
 	tok := filepath.Join(dir, "admin.token")
-	if err := os.WriteFile(tok, []byte("admin-token-value-xyz\n"), 0o600); err != nil {
+	if err := os.WriteFile(tok, []byte("admin-token-value-xyz-0123456789abcdef\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	logf := filepath.Join(dir, "posedge.log")
@@ -71,7 +71,7 @@ func TestSupportBundle(t *testing.T) {
 		}
 	}
 	all := strings.Join(values(files), "\n")
-	for _, secret := range []string{secretHash, secretPassword, secretSentinel, strings.Repeat("ab", 32), "admin-token-value-xyz"} {
+	for _, secret := range []string{secretHash, secretPassword, secretSentinel, strings.Repeat("ab", 32), "admin-token-value-xyz-0123456789abcdef"} {
 		if strings.Contains(all, secret) {
 			t.Errorf("bundle contains secret %q", secret)
 		}

@@ -21,7 +21,8 @@ import (
 	"github.com/posedge/posedge/internal/testenv"
 )
 
-// Checks by tools nobody here wrote: promtool, systemd-analyze, lintian.
+// Checks by tools nobody here wrote: promtool, systemd-analyze, lintian,
+// Redocly CLI (npm).
 // `make test-tools` (called by `make test`) runs every TestTool* after
 // building the packages. Without a tool the test fails under CI=true and
 // skips elsewhere, saying what to install.
@@ -227,6 +228,59 @@ func TestToolSystemdAnalyzeVerify(t *testing.T) {
 	}
 }
 
+// The unit's sandbox scores at most 2.0 in `systemd-analyze security
+// --offline=yes`, installed and packaged alike; the check has teeth: the
+// same unit without its sandbox is far above.
+func TestToolSystemdAnalyzeSecurity(t *testing.T) {
+	sa := needTool(t, "systemd-analyze", "systemd")
+	dir := t.TempDir()
+	overall := regexp.MustCompile(`Overall exposure level for posedge\.service: ([0-9.]+)`)
+	score := func(name, unit string) float64 {
+		t.Helper()
+		udir := filepath.Join(dir, name)
+		if err := os.MkdirAll(udir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(udir, "posedge.service")
+		if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := runTool(t, nil, sa, "security", "--offline=yes", "--no-pager", path)
+		m := overall.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security (%s): no overall level:\n%s", name, out)
+		}
+		var f float64
+		fmt.Sscan(m[1], &f)
+		if f > 2.0 {
+			t.Logf("%s", out)
+		}
+		return f
+	}
+	installed := renderUnit(unitParams{Exe: "/usr/local/bin/posedge", Config: "/etc/posedge/posedge.yaml", Journal: "/srv/posedge/journal.db"})
+	for name, unit := range map[string]string{"packaged": mustRead(t, packagedUnitFile), "installed": installed} {
+		if f := score(name, unit); f > 2.0 {
+			t.Errorf("%s unit: exposure %.1f, want at most 2.0", name, f)
+		}
+	}
+	var bare []string
+	inSandbox := false
+	for _, l := range strings.Split(installed, "\n") {
+		switch {
+		case strings.HasPrefix(l, "# Sandbox:"):
+			inSandbox = true
+		case inSandbox && strings.HasPrefix(l, "LimitNOFILE"):
+			inSandbox = false
+		}
+		if !inSandbox {
+			bare = append(bare, l)
+		}
+	}
+	if f := score("bare", strings.Join(bare, "\n")); f < 5 {
+		t.Errorf("the unit without its sandbox scores %.1f: the check cannot tell", f)
+	}
+}
+
 // lintian on the .deb files `make package` built: no errors.
 func TestToolLintian(t *testing.T) {
 	lintian := needTool(t, "lintian", "lintian")
@@ -256,4 +310,65 @@ func mustRead(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// redocly is Redocly CLI from the npm registry, installed by `make
+// test-tools` under bin/tools (POSEDGE_REDOCLY), else found on PATH.
+func redocly(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("POSEDGE_REDOCLY"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("redocly"); err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("redocly not found: run through `make test-tools`, which installs @redocly/cli with npm (.ci/run installs nodejs and npm)")
+	}
+	t.Skip("redocly not found (make test-tools installs it with npm); skipped outside CI")
+	return ""
+}
+
+// redoclyProblem is a problem line of `redocly lint --format=stylish`.
+var redoclyProblem = regexp.MustCompile(`(?m)^\s+\d+:\d+\s+(error|warning)\s+(\S+)`)
+
+// Redocly's linter on docs/openapi.yaml with docs/redocly.yaml (the
+// recommended rules, examples checked against their schemas as errors):
+// any error or warning fails; the exceptions, each justified, are in
+// docs/.redocly.lint-ignore.yaml. A copy with one example broken must
+// fail, so the check is known to look at the examples.
+func TestToolRedoclyLint(t *testing.T) {
+	bin := redocly(t)
+	const (
+		spec   = "../../docs/openapi.yaml"
+		config = "../../docs/redocly.yaml"
+	)
+	lint := func(path string) (string, error) {
+		cmd := exec.Command(bin, "lint", "--config", config, "--format=stylish", path)
+		cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true", "NO_COLOR=1")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := lint(spec)
+	if err != nil || redoclyProblem.MatchString(out) {
+		t.Fatalf("redocly lint %s: %v\n%s", spec, err, out)
+	}
+
+	good := mustRead(t, spec)
+	const healthz = "example: {status: ok}"
+	if !strings.Contains(good, healthz) {
+		t.Fatalf("%s: no %q to break", spec, healthz)
+	}
+	broken := filepath.Join(t.TempDir(), "openapi.yaml")
+	if err := os.WriteFile(broken, []byte(strings.Replace(good, healthz, "example: {status: okay}", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = lint(broken)
+	caught := false
+	for _, m := range redoclyProblem.FindAllStringSubmatch(out, -1) {
+		caught = caught || (m[1] == "error" && m[2] == "no-invalid-media-type-examples")
+	}
+	if err == nil || !caught {
+		t.Fatalf("redocly lint passed an example that breaks its schema (%v):\n%s", err, out)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/strictjson"
 )
 
 // Limits on request bodies.
@@ -33,8 +34,17 @@ func readBody(r *http.Request, limit int64) ([]byte, *ledger.Error) {
 	return b, nil
 }
 
-// decodeStrict decodes JSON, rejecting unknown fields and trailing data.
+// decodeStrict decodes JSON into the struct v points to, refusing what
+// two readers could take in two ways (contract §3): a duplicate key in
+// any object (invalid_json), a field name in another case than the
+// contract's (unknown_field), unknown fields and trailing data.
 func decodeStrict(b []byte, v any) *ledger.Error {
+	if err := strictjson.Check(b, strictjson.FieldsOf(v)); err != nil {
+		if errors.Is(err, strictjson.ErrKeyCase) {
+			return ledger.Errorf(ledger.KindInvalid, "unknown_field", "%v", err)
+		}
+		return ledger.Errorf(ledger.KindInvalid, "invalid_json", "malformed JSON: %v", err)
+	}
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
@@ -105,21 +115,21 @@ type rawSale struct {
 }
 
 // parseSale decodes and validates a sale body (contract §3).
-func parseSale(b []byte) (ledger.SaleRequest, *ledger.Error) {
+func parseSale(b []byte, bd ledger.Bounds) (ledger.SaleRequest, *ledger.Error) {
 	var raw rawSale
 	if e := decodeStrict(b, &raw); e != nil {
 		return ledger.SaleRequest{}, e
 	}
-	return raw.sale()
+	return raw.sale(bd)
 }
 
-func (raw rawSale) sale() (ledger.SaleRequest, *ledger.Error) {
+func (raw rawSale) sale(bd ledger.Bounds) (ledger.SaleRequest, *ledger.Error) {
 	s := ledger.SaleRequest{TotalCents: wholeOrInvalid(raw.TotalCents), Tender: strOrEmpty(raw.Tender),
 		ReceiptNo: strOrEmpty(raw.ReceiptNo), CashierID: strOrEmpty(raw.CashierID), OccurredAt: strOrEmpty(raw.OccurredAt)}
 	for _, l := range raw.Lines {
 		s.Lines = append(s.Lines, ledger.Line{Barcode: strOrEmpty(l.Barcode), Qty: wholeOrInvalid(l.Qty), PriceCents: wholeOrInvalid(l.PriceCents)})
 	}
-	if e := s.Validate(); e != nil {
+	if e := s.Validate(bd); e != nil {
 		return ledger.SaleRequest{}, e
 	}
 	if raw.OccurredAt != nil {
@@ -135,7 +145,7 @@ func (raw rawSale) sale() (ledger.SaleRequest, *ledger.Error) {
 }
 
 // parseRefund decodes and validates a refund body.
-func parseRefund(b []byte) (ledger.RefundRequest, *ledger.Error) {
+func parseRefund(b []byte, bd ledger.Bounds) (ledger.RefundRequest, *ledger.Error) {
 	var raw struct {
 		OriginalFlowNo *string         `json:"original_flow_no"`
 		Lines          []rawLine       `json:"lines"`
@@ -157,20 +167,21 @@ func parseRefund(b []byte) (ledger.RefundRequest, *ledger.Error) {
 		// the body: the flow number, the lines before it, its barcode
 		// and qty (the first lines alone, with a total yet unchecked).
 		head := ledger.RefundRequest{OriginalFlowNo: r.OriginalFlowNo, Lines: r.Lines[:priced+1]}
-		if e := head.Validate(); e != nil {
+		if e := head.Validate(bd); e != nil {
 			return ledger.RefundRequest{}, e
 		}
 		return ledger.RefundRequest{}, ledger.Errorf(ledger.KindInvalid, "unknown_field", "lines[%d].price_cents: a refund line is priced from the original sale", priced)
 	}
-	if e := r.Validate(); e != nil {
+	if e := r.Validate(bd); e != nil {
 		return ledger.RefundRequest{}, e
 	}
 	return r, nil
 }
 
 // parseBatch decodes a batch body; each sale is decoded and validated on
-// its own, its refusal kept beside it.
-func parseBatch(b []byte) ([]ledger.BatchSale, *ledger.Error) {
+// its own, its refusal kept beside it (a duplicate key inside one sale
+// refuses that sale, not the batch).
+func parseBatch(b []byte, bd ledger.Bounds) ([]ledger.BatchSale, *ledger.Error) {
 	var raw struct {
 		Sales []json.RawMessage `json:"sales"`
 	}
@@ -199,7 +210,7 @@ func parseBatch(b []byte) ([]ledger.BatchSale, *ledger.Error) {
 			continue
 		}
 		out[i].Key = *one.IdempotencyKey
-		out[i].Sale, out[i].Err = one.rawSale.sale()
+		out[i].Sale, out[i].Err = one.rawSale.sale(bd)
 	}
 	return out, nil
 }

@@ -2,7 +2,14 @@ package api
 
 import (
 	"testing"
+	"time"
+
+	"github.com/posedge/posedge/edge/ledger"
 )
+
+// decodeBounds are the bounds decoding tests check against: the default
+// max_sale_cents, a fixed clock.
+var decodeBounds = ledger.Bounds{MaxCents: 100_000_000_000, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 
 // Decoding turns a body into the ledger's types and lets their Validate
 // choose the refusal; these are the cases where decoding and validation
@@ -26,20 +33,32 @@ func TestDecodeRefusals(t *testing.T) {
 		{"bad earlier line before a priced line", "refund", `{"original_flow_no":"1","lines":[{"barcode":"A B","qty":1},{"barcode":"A","qty":1,"price_cents":5}],"total_cents":5}`, "invalid_barcode"},
 		{"priced line before a bad total", "refund", `{"original_flow_no":"1","lines":[{"barcode":"A","qty":1,"price_cents":5}],"total_cents":-5}`, "unknown_field"},
 		{"no sales", "batch", `{"sales":[]}`, "batch_too_large"},
+		{"duplicate qty", "sale", `{"lines":[{"barcode":"A","qty":1,"qty":40,"price_cents":100}],"total_cents":100,"tender":"cash"}`, "invalid_json"},
+		{"duplicate total", "sale", `{"lines":[` + ok + `],"total_cents":100,"total_cents":100,"tender":"cash"}`, "invalid_json"},
+		{"duplicate but for case", "sale", `{"lines":[` + ok + `],"total_cents":100,"tender":"cash","Tender":"cash"}`, "invalid_json"},
+		{"TOTAL_CENTS", "sale", `{"lines":[` + ok + `],"TOTAL_CENTS":100,"tender":"cash"}`, "unknown_field"},
+		{"Barcode", "sale", `{"lines":[{"Barcode":"A","qty":1,"price_cents":100}],"total_cents":100,"tender":"cash"}`, "unknown_field"},
+		{"occurred_at 2 h ahead", "sale", `{"lines":[` + ok + `],"total_cents":100,"tender":"cash","occurred_at":"2026-11-30T14:00:00Z"}`, "invalid_occurred_at"},
+		{"occurred_at 40 d back", "sale", `{"lines":[` + ok + `],"total_cents":100,"tender":"cash","occurred_at":"2026-10-21T12:00:00Z"}`, "invalid_occurred_at"},
+		{"refund duplicate flow", "refund", `{"original_flow_no":"1","original_flow_no":"2","lines":[{"barcode":"A","qty":1}],"total_cents":5}`, "invalid_json"},
+		{"refund Qty", "refund", `{"original_flow_no":"1","lines":[{"barcode":"A","Qty":1}],"total_cents":5}`, "unknown_field"},
+		{"refund total above max", "refund", `{"original_flow_no":"1","lines":[{"barcode":"A","qty":1}],"total_cents":100000000001}`, "invalid_amount"},
+		{"batch duplicate sales", "batch", `{"sales":[],"sales":[]}`, "invalid_json"},
+		{"batch SALES", "batch", `{"SALES":[]}`, "unknown_field"},
 	}
 	for _, tt := range tests {
 		var code string
 		switch tt.kind {
 		case "sale":
-			if _, e := parseSale([]byte(tt.body)); e != nil {
+			if _, e := parseSale([]byte(tt.body), decodeBounds); e != nil {
 				code = e.Code
 			}
 		case "refund":
-			if _, e := parseRefund([]byte(tt.body)); e != nil {
+			if _, e := parseRefund([]byte(tt.body), decodeBounds); e != nil {
 				code = e.Code
 			}
 		case "batch":
-			if _, e := parseBatch([]byte(tt.body)); e != nil {
+			if _, e := parseBatch([]byte(tt.body), decodeBounds); e != nil {
 				code = e.Code
 			}
 		}
@@ -50,11 +69,11 @@ func TestDecodeRefusals(t *testing.T) {
 }
 
 func TestDecodeSaleNormalizesOccurredAt(t *testing.T) {
-	s, e := parseSale([]byte(`{"lines":[{"barcode":"A","qty":2,"price_cents":100}],"total_cents":200,"tender":"card","occurred_at":"2026-11-30T10:00:00+02:00"}`))
+	s, e := parseSale([]byte(`{"lines":[{"barcode":"A","qty":2,"price_cents":100}],"total_cents":200,"tender":"card","occurred_at":"2026-11-30T10:00:00+02:00"}`), decodeBounds)
 	if e != nil || s.OccurredAt != "2026-11-30T08:00:00Z" || s.TotalCents != 200 || len(s.Lines) != 1 || s.Lines[0].Qty != 2 {
 		t.Fatalf("%+v %v", s, e)
 	}
-	batch, e := parseBatch([]byte(`{"sales":[{"idempotency_key":"b-1","lines":[{"barcode":"A","qty":1,"price_cents":1}],"total_cents":1,"tender":"cash"},{"lines":[]},{"idempotency_key":"b 3"}]}`))
+	batch, e := parseBatch([]byte(`{"sales":[{"idempotency_key":"b-1","lines":[{"barcode":"A","qty":1,"price_cents":1}],"total_cents":1,"tender":"cash"},{"lines":[]},{"idempotency_key":"b 3"}]}`), decodeBounds)
 	if e != nil || len(batch) != 3 || batch[0].Err != nil || batch[0].Key != "b-1" ||
 		batch[1].Err == nil || batch[1].Err.Code != "idempotency_key_missing" || batch[2].Err == nil || batch[2].Err.Code != "invalid_idempotency_key" {
 		t.Fatalf("%+v %v", batch, e)

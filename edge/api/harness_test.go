@@ -36,6 +36,7 @@ type apiEnv struct {
 	term     *httptest.Server
 	adminSrv *httptest.Server
 	keys     map[string]string // terminal → key
+	spec     *apiSpec          // docs/openapi.yaml: every answer is checked against it (not in benchmarks)
 }
 
 type envOpts struct {
@@ -97,6 +98,9 @@ func newEnv(t testing.TB, o envOpts) *apiEnv {
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Ready:   func(context.Context) error { return nil }, Status: func(context.Context) any { return map[string]string{} }}))
 	t.Cleanup(e.adminSrv.Close)
+	if _, bench := t.(*testing.B); !bench {
+		e.spec = loadSpec(t)
+	}
 	return e
 }
 
@@ -147,6 +151,13 @@ func (e *apiEnv) do(base, auth, method, path string, body any, hdr map[string]st
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
+	if e.spec != nil {
+		listener := "admin"
+		if base == e.term.URL {
+			listener = "terminal"
+		}
+		e.spec.checkAnswer(e.t, listener, req, res, b)
+	}
 	return resp{res.StatusCode, res.Header, b}
 }
 

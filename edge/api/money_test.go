@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestConcurrentSalesNeverOversell(t *testing.T) {
@@ -195,9 +196,14 @@ func TestRefundsNeverExceedTheSale(t *testing.T) {
 func TestBatchUploadedTwiceCountsOnce(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.putItem("K1", 100, 1)
+	// Two days ago (occurred_at must lie within the last 30 days), at
+	// 23:30 and 10:00 UTC, the store's zone here.
+	past := time.Now().UTC().AddDate(0, 0, -2)
+	pastDay := past.Format("20060102")
+	at := func(hhmm string) string { return past.Format("2006-01-02") + "T" + hhmm + ":00Z" }
 	batch := map[string]any{"sales": []map[string]any{
-		{"idempotency_key": "off-1", "lines": []map[string]any{{"barcode": "K1", "qty": 3, "price_cents": 100}}, "total_cents": 300, "tender": "cash", "occurred_at": "2026-11-29T23:30:00Z"},
-		{"idempotency_key": "off-2", "lines": []map[string]any{{"barcode": "NEVER-SEEN", "qty": 1, "price_cents": 5}}, "total_cents": 5, "tender": "cash", "occurred_at": "2026-11-29T10:00:00Z"},
+		{"idempotency_key": "off-1", "lines": []map[string]any{{"barcode": "K1", "qty": 3, "price_cents": 100}}, "total_cents": 300, "tender": "cash", "occurred_at": at("23:30")},
+		{"idempotency_key": "off-2", "lines": []map[string]any{{"barcode": "NEVER-SEEN", "qty": 1, "price_cents": 5}}, "total_cents": 5, "tender": "cash", "occurred_at": at("10:00")},
 		{"idempotency_key": "off-3", "lines": []map[string]any{{"barcode": "K1", "qty": 1, "price_cents": 100}}, "total_cents": 99, "tender": "cash"},
 	}}
 	first := e.T("T01", "POST", "/v1/sales/batch", batch, nil)
@@ -217,7 +223,7 @@ func TestBatchUploadedTwiceCountsOnce(t *testing.T) {
 	if s := e.stock("K1"); s != -2 {
 		t.Fatalf("stock %d, want -2 (a past sale is accepted whatever the stock)", s)
 	}
-	day := e.admin("GET", "/admin/v1/stats/daily?date=20261129", nil).json()["totals"].(map[string]any)
+	day := e.admin("GET", "/admin/v1/stats/daily?date="+pastDay, nil).json()["totals"].(map[string]any)
 	if num(day["sales"]) != 2 || num(day["sales_cents"]) != 305 {
 		t.Fatalf("day of occurred_at: %v", day)
 	}

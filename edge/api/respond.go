@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -9,34 +8,14 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/jsonhttp"
 )
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		http.Error(w, `{"error":{"code":"internal","message":"encoding the answer failed"}}`, http.StatusInternalServerError)
-		return
-	}
-	writeRaw(w, status, b)
-}
-
-func writeRaw(w http.ResponseWriter, status int, b []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
-}
-
-type errorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
+// The answers of this package, in the shape every posedge listener shares.
+func writeJSON(w http.ResponseWriter, status int, v any)   { jsonhttp.Write(w, status, v) }
+func writeRaw(w http.ResponseWriter, status int, b []byte) { jsonhttp.WriteRaw(w, status, b) }
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	var e errorBody
-	e.Error.Code, e.Error.Message = code, msg
-	writeJSON(w, status, e)
+	jsonhttp.Error(w, status, code, msg)
 }
 
 // statusOf is the HTTP status answering each kind of ledger refusal: the

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/jsonhttp"
 )
 
 // Every kind of ledger refusal is answered with the status the contract
@@ -44,7 +45,7 @@ func TestFailAnswersLedgerRefusals(t *testing.T) {
 	for _, tt := range tests {
 		w := httptest.NewRecorder()
 		fail(w, log, tt.err)
-		var body errorBody
+		var body jsonhttp.ErrorBody
 		_ = json.Unmarshal(w.Body.Bytes(), &body)
 		if w.Code != tt.status || body.Error.Code != tt.code || w.Header().Get("Retry-After") != tt.retryAfter {
 			t.Errorf("%v: answered %d %s Retry-After %q, want %d %s %q", tt.err, w.Code, body.Error.Code,

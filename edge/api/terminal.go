@@ -15,6 +15,8 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/httpguard"
+	"github.com/redis/go-redis/v9"
 )
 
 // TerminalDeps are what the terminal API needs.
@@ -58,11 +60,19 @@ type terminalAPI struct{ TerminalDeps }
 
 type termHandler func(w http.ResponseWriter, r *http.Request, term string)
 
+// readHandler is a termHandler that also gets the reply of a read made in
+// the limiter's round trip (nil when it did not run there).
+type readHandler func(w http.ResponseWriter, r *http.Request, term string, reply redis.Cmder)
+
+// readQueuer queues, for r, a read-only command into the limiter's round
+// trip, or nothing (nil).
+type readQueuer func(r *http.Request) ratelimit.Read
+
 // NewTerminal returns the terminal API handler.
 func NewTerminal(d TerminalDeps) http.Handler {
 	t := &terminalAPI{d}
 	mux := http.NewServeMux()
-	mux.Handle("GET /v1/items/{barcode}", t.guard(ratelimit.ActionScan, t.item))
+	mux.Handle("GET /v1/items/{barcode}", t.guardRead(ratelimit.ActionScan, t.itemRead, t.item))
 	mux.Handle("POST /v1/payment-tokens", t.guard("", t.token))
 	mux.Handle("POST /v1/sales", t.guard(ratelimit.ActionPay, t.sale))
 	mux.Handle("POST /v1/sales/batch", t.guard(ratelimit.ActionSync, t.batch))
@@ -71,7 +81,7 @@ func NewTerminal(d TerminalDeps) http.Handler {
 	mux.Handle("/", t.guard("", func(w http.ResponseWriter, r *http.Request, _ string) {
 		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
 	}))
-	return d.HTTP.wrap("terminal", mux)
+	return d.HTTP.wrap("terminal", httpguard.CleanPaths(mux))
 }
 
 func sourceAddr(r *http.Request) string {
@@ -85,6 +95,16 @@ func sourceAddr(r *http.Request) string {
 // guard authenticates, then charges the limiter (every level at once)
 // before anything else: an allowed request is charged whatever follows.
 func (t *terminalAPI) guard(action string, h termHandler) http.Handler {
+	return t.guardRead(action, nil, func(w http.ResponseWriter, r *http.Request, term string, _ redis.Cmder) {
+		h(w, r, term)
+	})
+}
+
+// guardRead is guard with the read queue makes (when queue is not nil)
+// pipelined after the limiter's decision, in the same Redis round trip;
+// h gets its reply. The read runs even for a denied request, so it must
+// be read-only.
+func (t *terminalAPI) guardRead(action string, queue readQueuer, h readHandler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		src := sourceAddr(r)
 		if blocked, retry := t.Guard.Blocked(src); blocked {
@@ -102,7 +122,11 @@ func (t *terminalAPI) guard(action string, h termHandler) http.Handler {
 		if t.Seen != nil {
 			t.Seen.mark(term)
 		}
-		dec, err := t.Limiter.Allow(r.Context(), term, action)
+		var read ratelimit.Read
+		if queue != nil {
+			read = queue(r)
+		}
+		dec, reply, err := t.Limiter.AllowRead(r.Context(), term, action, read)
 		if err != nil {
 			t.Log.Error("rate limiter", "terminal", term, "err", err)
 			writeError(w, http.StatusInternalServerError, "internal", "rate limiter failed")
@@ -113,7 +137,7 @@ func (t *terminalAPI) guard(action string, h termHandler) http.Handler {
 			writeError(w, http.StatusTooManyRequests, "rate_limited", "rate limit of "+dec.Policy+" reached; retry after the Retry-After seconds")
 			return
 		}
-		h(w, r, term)
+		h(w, r, term, reply)
 	})
 }
 
@@ -128,13 +152,23 @@ func (t *terminalAPI) auth(r *http.Request) (string, bool) {
 	return term, ok
 }
 
-func (t *terminalAPI) item(w http.ResponseWriter, r *http.Request, _ string) {
+// itemRead reads the item in the limiter's round trip: one Redis round
+// trip per lookup. The ledger queues the read (it owns the item's key) or
+// nothing, for an invalid barcode or while degraded.
+func (t *terminalAPI) itemRead(r *http.Request) ratelimit.Read {
+	bc := r.PathValue("barcode")
+	return func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+		return t.Ledger.QueueItem(ctx, p, bc)
+	}
+}
+
+func (t *terminalAPI) item(w http.ResponseWriter, r *http.Request, _ string, reply redis.Cmder) {
 	bc := r.PathValue("barcode")
 	if !ledger.ValidBarcode(bc) {
 		writeError(w, http.StatusBadRequest, "invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]")
 		return
 	}
-	it, err := t.Ledger.Item(r.Context(), bc)
+	it, err := t.Ledger.ItemFrom(r.Context(), bc, reply)
 	if err != nil {
 		fail(w, t.Log, err)
 		return
@@ -180,7 +214,7 @@ func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string
 // money answers a sale or a refund: the required Idempotency-Key, a
 // bounded body, its validation, then the ledger.
 func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term string,
-	parse func([]byte) (R, *ledger.Error),
+	parse func([]byte, ledger.Bounds) (R, *ledger.Error),
 	record func(ctx context.Context, term, key string, req R) (*ledger.Result, error)) {
 	key, e := idemKey(r)
 	if e != nil {
@@ -192,7 +226,7 @@ func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term s
 		fail(w, t.Log, e)
 		return
 	}
-	req, e := parse(b)
+	req, e := parse(b, t.Ledger.Bounds())
 	if e != nil {
 		fail(w, t.Log, e)
 		return
@@ -216,7 +250,7 @@ func (t *terminalAPI) batch(w http.ResponseWriter, r *http.Request, term string)
 		fail(w, t.Log, e)
 		return
 	}
-	sales, e := parseBatch(b)
+	sales, e := parseBatch(b, t.Ledger.Bounds())
 	if e != nil {
 		fail(w, t.Log, e)
 		return

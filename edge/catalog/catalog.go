@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/natsurl"
 )
 
 // AllStores is the key prefix of the entries meant for every store.
@@ -201,7 +202,7 @@ func (w *Watcher) connect() (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(w.cfg.NATSURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("catalog: connect to HQ at %s: %w", w.cfg.NATSURL, err)
+		return nil, fmt.Errorf("catalog: connect to HQ at %s: %w", natsurl.Redact(w.cfg.NATSURL), err)
 	}
 	return nc, nil
 }

@@ -230,9 +230,12 @@ func TestWatchAppliesChanges(t *testing.T) {
 func TestResumeAfterRestart(t *testing.T) {
 	h := startHQ(t)
 	s := newStore(t)
-	h.put("_all.A", "Apple", 100, true)
+	first := h.put("_all.A", "Apple", 100, true)
 	s.start(h.nats.URL())
 	s.waitPrice("A", 100)
+	// The price is in Redis before the journal's mark is written: stop
+	// only once the mark is, or the restart rightly reloads.
+	s.waitRevision(first)
 	s.stop()
 
 	h.put("_all.A", "Apple", 110, true)

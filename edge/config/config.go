@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
@@ -18,6 +19,9 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/secret"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // ErrNoConfig means the config file does not exist, as opposed to a file
@@ -82,16 +86,25 @@ type Config struct {
 		CertFile string `yaml:"cert_file"`
 		KeyFile  string `yaml:"key_file"`
 	} `yaml:"tls"`
+	// MaxSaleCents bounds every price, line (qty × price_cents) and total
+	// of one sale or refund (contract §2); 1..wire.MaxSaleCentsLimit.
+	MaxSaleCents int64 `yaml:"max_sale_cents"`
+
 	Admin struct {
 		Listen    string `yaml:"listen"`
 		TokenFile string `yaml:"token_file"`
+		// TLS is optional on the admin listener too (1.2 or later).
+		TLS struct {
+			CertFile string `yaml:"cert_file"`
+			KeyFile  string `yaml:"key_file"`
+		} `yaml:"tls"`
 	} `yaml:"admin"`
 	Redis struct {
 		Sentinels        []string `yaml:"sentinels"`
 		MasterName       string   `yaml:"master_name"`
 		Addr             string   `yaml:"addr"`
-		Password         string   `yaml:"password"`
-		SentinelPassword string   `yaml:"sentinel_password"`
+		Password         string   `yaml:"password" secret:"true"`
+		SentinelPassword string   `yaml:"sentinel_password" secret:"true"`
 		Replicas         int      `yaml:"replicas"`
 		MinReplicasAck   *int     `yaml:"min_replicas_ack"`
 		Timeout          Duration `yaml:"timeout"`      // deadline of one Redis call on the request path
@@ -109,7 +122,7 @@ type Config struct {
 		MaxBytes int64 `yaml:"max_bytes"`
 	} `yaml:"journal"`
 	HQ struct {
-		NATSURL        string   `yaml:"nats_url"`
+		NATSURL        string   `yaml:"nats_url" secret:"url"`
 		CredsFile      string   `yaml:"creds_file"`
 		CAFile         string   `yaml:"ca_file"`
 		CertFile       string   `yaml:"cert_file"`
@@ -144,7 +157,7 @@ type Config struct {
 // Terminal is one till allowed to call the terminal API.
 type Terminal struct {
 	ID        string `yaml:"id"`
-	KeySHA256 string `yaml:"key_sha256"`
+	KeySHA256 string `yaml:"key_sha256" secret:"true"`
 }
 
 // Defaults returns a config with every default of the contract.
@@ -152,6 +165,7 @@ func Defaults() Config {
 	var c Config
 	c.Timezone = "UTC"
 	c.Listen = "0.0.0.0:8080"
+	c.MaxSaleCents = wire.DefaultMaxSaleCents
 	c.Admin.Listen = "127.0.0.1:8081"
 	c.Redis.MasterName = "posedge"
 	c.Redis.Replicas = 2
@@ -191,23 +205,37 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("read config %s: %w", path, err)
 	}
-	c, err := Parse(b)
+	c, err := parse(b)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	c.Path = path
+	if err := c.Validate(); err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
 	return c, nil
 }
 
 // Parse decodes YAML over the defaults and validates the result.
 func Parse(b []byte) (Config, error) {
+	c, err := parse(b)
+	if err != nil {
+		return Config{}, err
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+func parse(b []byte) (Config, error) {
 	c := Defaults()
 	// Actions given in the file replace the default entry by entry; an
 	// action left out keeps its default.
 	def := c.Limits.Actions
 	c.Limits.Actions = nil
 	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("parse: %s", yaml.FormatError(err, false, true))
+		return Config{}, fmt.Errorf("parse: %s", yamlProblem(err, b))
 	}
 	merged := map[string]Policy{}
 	for k, v := range def {
@@ -224,10 +252,22 @@ func Parse(b []byte) (Config, error) {
 		}
 		c.Redis.MinReplicasAck = &n
 	}
-	if err := c.Validate(); err != nil {
-		return Config{}, err
-	}
 	return c, nil
+}
+
+// yamlProblem is a YAML syntax error as line, column, the key on that
+// line and the message — never the source lines goccy/go-yaml prints
+// around it, which would show a password next to a typo.
+func yamlProblem(err error, src []byte) string {
+	line, col, msg := secret.YAMLError(err, src)
+	if line == 0 {
+		return msg
+	}
+	where := fmt.Sprintf("line %d, column %d", line, col)
+	if k := secret.KeyAt(src, line); k != "" {
+		where += " (key " + k + ")"
+	}
+	return where + ": " + msg
 }
 
 // FieldError is one problem with one key.
@@ -300,8 +340,18 @@ func (c *Config) Validate() error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		add("tls", "cert_file and key_file go together: give both or neither")
 	}
+	if c.MaxSaleCents < 1 || c.MaxSaleCents > wire.MaxSaleCentsLimit {
+		add("max_sale_cents", "must be 1-%d (so that sums of lines never overflow), got %d", wire.MaxSaleCentsLimit, c.MaxSaleCents)
+	}
+	if (c.Admin.TLS.CertFile == "") != (c.Admin.TLS.KeyFile == "") {
+		add("admin.tls", "cert_file and key_file go together: give both or neither")
+	}
 	if c.Admin.TokenFile == "" && !IsLoopback(c.Admin.Listen) {
 		add("admin.token_file", "required because admin.listen %q is not a loopback address", c.Admin.Listen)
+	} else if c.Admin.TokenFile != "" {
+		if _, err := c.AdminToken(); err != nil {
+			add("admin.token_file", "%v", err)
+		}
 	}
 	if c.Redis.Addr == "" && len(c.Redis.Sentinels) == 0 {
 		add("redis.sentinels", "give the sentinels (or redis.addr for a single development node)")
@@ -349,8 +399,8 @@ func (c *Config) Validate() error {
 	if c.Journal.Retention.D() < 24*time.Hour {
 		add("journal.retention", "must be at least 24h (idempotency keys are kept 24 h), got %v", c.Journal.Retention.D())
 	}
-	if c.HQ.NATSURL == "" {
-		add("hq.nats_url", "required, e.g. nats://hq.example:4222")
+	if err := natsurl.Check(c.HQ.NATSURL); err != nil {
+		add("hq.nats_url", "%v", err)
 	}
 	if !subjectToken.MatchString(c.HQ.SubjectPrefix) {
 		add("hq.subject_prefix", "must be dot-separated tokens of [A-Za-z0-9_-], got %q", c.HQ.SubjectPrefix)
@@ -395,7 +445,7 @@ func (c *Config) Validate() error {
 		}
 		checkPolicy("limits.actions."+k, c.Limits.Actions[k])
 	}
-	if c.Limits.FallbackFraction <= 0 || c.Limits.FallbackFraction > 1 {
+	if !(c.Limits.FallbackFraction > 0 && c.Limits.FallbackFraction <= 1) { // NaN too
 		add("limits.fallback_fraction", "must be in (0, 1], got %v", c.Limits.FallbackFraction)
 	}
 	if len(c.Terminals) == 0 {
@@ -449,6 +499,21 @@ func (c *Config) TerminalKeys() map[string]string {
 		m[strings.ToLower(t.KeySHA256)] = t.ID
 	}
 	return m
+}
+
+// AdminToken reads admin.token_file (trimmed, at least
+// secret.MinTokenLen characters); "" when none is set. On Windows a
+// relative path is taken from the config file's folder, as the service
+// does (see cmd/posedge platformPaths).
+func (c *Config) AdminToken() (string, error) {
+	p := c.Admin.TokenFile
+	if p == "" {
+		return "", nil
+	}
+	if runtime.GOOS == "windows" && !filepath.IsAbs(p) && c.Path != "" {
+		p = filepath.Join(filepath.Dir(c.Path), p)
+	}
+	return secret.ReadToken(p)
 }
 
 // IsLoopback reports whether a host:port listens on loopback only.

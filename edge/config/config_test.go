@@ -30,6 +30,9 @@ func TestParseMinimalGetsContractDefaults(t *testing.T) {
 	if *c.Redis.MinReplicasAck != 1 || c.HQ.BatchSize != 500 || c.HQ.SubjectPrefix != "pos.txn" || c.Timezone != "UTC" {
 		t.Errorf("defaults not applied: %+v", c)
 	}
+	if c.MaxSaleCents != 100_000_000_000 {
+		t.Errorf("max_sale_cents default %d", c.MaxSaleCents)
+	}
 	if c.HQ.BacklogCritAge.D() != time.Hour || c.Journal.WarnFreeBytes != 1<<30 {
 		t.Errorf("defaults not applied: %+v", c)
 	}
@@ -56,11 +59,16 @@ func TestParseRejects(t *testing.T) {
 		{"bad duration", "hq: {nats_url: \"nats://x:1\", backlog_crit_age: \"soon\"}\n", []string{"hq.backlog_crit_age: not a duration"}},
 		{"unknown action and bad limit", "limits:\n  actions:\n    dance: {limit: 1, window: \"1s\"}\n    pay: {limit: 0, window: \"1s\"}\n", []string{"limits.actions.dance", "limits.actions.pay.limit"}},
 		{"fraction", "limits: {fallback_fraction: 1.5}\n", []string{"limits.fallback_fraction"}},
+		{"fraction not a number", "limits: {fallback_fraction: .nan}\n", []string{"limits.fallback_fraction"}},
 		{"node id and tz", "node_id: 12\ntimezone: \"Mars/Olympus\"\n", []string{"node_id", "timezone"}},
 		{"tls half", "tls: {cert_file: \"/a\"}\n", []string{"tls"}},
+		{"admin tls half", "admin: {listen: \"127.0.0.1:8081\", tls: {key_file: \"/a\"}}\n", []string{"admin.tls:"}},
 		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},
 		{"min ack", "redis: {sentinels: [\"127.0.0.1:1\"], replicas: 1, min_replicas_ack: 2}\n", []string{"redis.min_replicas_ack"}},
 		{"retention", "journal: {path: \"/x\", retention: \"1h\"}\n", []string{"journal.retention"}},
+		{"max sale zero", "max_sale_cents: 0\n", []string{"max_sale_cents: must be 1-1000000000000000"}},
+		{"max sale negative", "max_sale_cents: -5\n", []string{"max_sale_cents: must be"}},
+		{"max sale above the bound", "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents: must be"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,4 +137,102 @@ func withSection(base, extra string) string {
 		}
 	}
 	return strings.Join(out, "\n") + extra
+}
+
+func TestHQNATSURL(t *testing.T) {
+	cases := []struct {
+		name string
+		url  string
+		want []string // substrings of the error; none = accepted
+	}{
+		{"one server", "nats://hq.example:4222", nil},
+		{"cluster", "nats://hq1:4222, nats://hq2:4222, tls://hq3:4222", nil},
+		{"credentials", "nats://posedge:s3cret@hq1:4222,nats://posedge:s3cret@hq2:4222", nil},
+		{"bad scheme", "http://hq:4222", []string{"hq.nats_url", "unsupported scheme"}},
+		{"bad server in a cluster, password hidden", "nats://hq1:4222,http://posedge:hunter2@hq2:4222",
+			[]string{"hq.nats_url", "server 2 of 2", "xxxxx@hq2:4222"}},
+		{"only commas", ",", []string{"hq.nats_url", "required"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(withSection(minimal, "hq: {nats_url: \""+tc.url+"\"}\n")))
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("rejected: %v", err)
+				}
+				if c.HQ.NATSURL != tc.url {
+					t.Errorf("hq.nats_url = %q, want %q", c.HQ.NATSURL, tc.url)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not contain %q:\n%v", w, err)
+				}
+			}
+			if strings.Contains(err.Error(), "hunter2") {
+				t.Errorf("error prints the password:\n%v", err)
+			}
+		})
+	}
+}
+
+// An admin token file that is missing, empty, blank or short is refused
+// naming admin.token_file, on loopback too, and its content is never
+// quoted; a long token is accepted; no file is refused off loopback only.
+func TestAdminTokenFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	long := "Zq7-" + strings.Repeat("k", 28) // exactly 32
+	cases := []struct {
+		name, listen, file string
+		ok                 bool
+	}{
+		{"empty file on LAN", "0.0.0.0:8081", write("empty", ""), false},
+		{"blank file on LAN", "0.0.0.0:8081", write("blank", " \n\t\n"), false},
+		{"6 characters on LAN", "0.0.0.0:8081", write("six", "s3cr3t\n"), false},
+		{"31 characters on LAN", "0.0.0.0:8081", write("short", " "+long[:31]+"\n"), false},
+		{"two words", "0.0.0.0:8081", write("words", long+" "+long), false},
+		{"missing file", "0.0.0.0:8081", filepath.Join(dir, "nope"), false},
+		{"short file on loopback", "127.0.0.1:8081", write("six2", "s3cr3t"), false},
+		{"32 characters on LAN", "0.0.0.0:8081", write("ok", "\n "+long+" \n"), true},
+		{"no file on loopback", "127.0.0.1:8081", "", true},
+		{"no file on LAN", "0.0.0.0:8081", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			extra := "admin: {listen: \"" + tc.listen + "\"}\n"
+			if tc.file != "" {
+				extra = "admin: {listen: \"" + tc.listen + "\", token_file: \"" + tc.file + "\"}\n"
+			}
+			p := write("posedge.yaml", withSection(minimal, extra))
+			c, err := Load(p)
+			if tc.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tok, err := c.AdminToken(); err != nil || (tc.file != "" && tok != long) {
+					t.Errorf("AdminToken %q, %v", tok, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "admin.token_file:") {
+				t.Fatalf("not refused naming admin.token_file: %v", err)
+			}
+			for _, leak := range []string{"s3cr3t", long[:31]} {
+				if strings.Contains(err.Error(), leak) {
+					t.Errorf("error quotes the token: %v", err)
+				}
+			}
+		})
+	}
 }

@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,6 +24,7 @@ import (
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/edge/reconcile"
 	"github.com/posedge/posedge/edge/status"
+	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/offline/diskspace"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/replay"
@@ -81,7 +80,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("rate limiter: %w", err)
 	}
-	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(),
+	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(), MaxSaleCents: cfg.MaxSaleCents,
 		RedisTimeout: cfg.Redis.Timeout.D(), MinReplicasAck: *cfg.Redis.MinReplicasAck, WaitTimeout: cfg.Redis.WaitTimeout.D()},
 		d.rdb, j, log, d.reg)
 	if err != nil {
@@ -99,18 +98,15 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	d.catalog = catalog.New(catalog.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, Bucket: cfg.HQ.CatalogBucket}, d.ledger, log, d.reg)
 
-	adminToken := ""
-	if cfg.Admin.TokenFile != "" {
-		b, err := os.ReadFile(cfg.Admin.TokenFile)
-		if err != nil {
-			return fmt.Errorf("admin.token_file: %w", err)
-		}
-		adminToken = strings.TrimSpace(string(b))
+	adminToken, err := cfg.AdminToken()
+	if err != nil {
+		return fmt.Errorf("admin.token_file: %w", err)
 	}
 	m.watchReplay(d.reg, d.replay)
 	httpMetrics := api.NewHTTPMetrics(d.reg)
-	term := api.NewTerminal(api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
-		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics})
+	termDeps := api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
+		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics}
+	term := api.NewTerminal(termDeps)
 	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
 		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
 		Status: func(ctx context.Context) any { return d.Status(ctx) }, SyncNow: d.replay.Kick,
@@ -119,9 +115,13 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 4)
-	termSrv := &http.Server{Addr: cfg.Listen, Handler: term, ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
-	adminSrv := &http.Server{Addr: cfg.Admin.Listen, Handler: admin, ReadHeaderTimeout: 5 * time.Second}
+	srvs, err := newServers(cfg, term, admin)
+	if err != nil {
+		return err
+	}
+	srvs.terminals = func(keys map[string]string) http.Handler { termDeps.Keys = keys; return api.NewTerminal(termDeps) }
+	termSrv, adminSrv := srvs.term, srvs.admin
+	srvs.reloadOnHUP(ctx, log)
 	termLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen %s (listen): %w", cfg.Listen, err)
@@ -131,7 +131,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		termLn.Close()
 		return fmt.Errorf("listen %s (admin.listen): %w", cfg.Admin.Listen, err)
 	}
-	go func() { errc <- serve(adminSrv, adminLn, "", "") }()
+	go func() { errc <- httpguard.Serve(adminSrv, adminLn) }()
 
 	// Recovery before serving terminals: sales a crash left in Redis only
 	// are journaled, Redis's sequence is raised past the journal's.
@@ -158,7 +158,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 			errc <- fmt.Errorf("hq catalog: %w", err)
 		}
 	}()
-	go func() { errc <- serve(termSrv, termLn, cfg.TLS.CertFile, cfg.TLS.KeyFile) }()
+	go func() { errc <- httpguard.Serve(termSrv, termLn) }()
 	d.ready.Store(true)
 	log.Info("posedge serving", "store_id", cfg.StoreID, "listen", cfg.Listen, "admin", cfg.Admin.Listen, "version", version)
 
@@ -193,19 +193,6 @@ func syncPace(cfg *config.Config) time.Duration {
 		n = 1
 	}
 	return p.Window.D() / time.Duration(n)
-}
-
-func serve(s *http.Server, ln net.Listener, cert, key string) error {
-	var err error
-	if cert != "" {
-		err = s.ServeTLS(ln, cert, key)
-	} else {
-		err = s.Serve(ln)
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		return nil
-	}
-	return fmt.Errorf("serve %s: %w", s.Addr, err)
 }
 
 // recover runs the ledger's start-up recovery; when Redis is unreachable
@@ -262,6 +249,13 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 		return jf, hq
 	}
 	jf.SizeBytes, jf.Rows, jf.Quarantined, jf.Unapplied, jf.MaxFlowNo = st.SizeBytes, st.Rows, st.Quarantined, st.Unapplied, st.MaxFlowNo
+	if st.Unappliable > 0 {
+		if rows, err := j.Unappliable(ctx); err == nil {
+			for _, r := range rows {
+				jf.Unappliable = append(jf.Unappliable, r.FlowNo)
+			}
+		}
+	}
 	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
 
 	if hq.LastSyncAt == nil {

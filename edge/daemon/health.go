@@ -19,7 +19,7 @@ const (
 // reportState copies the subsystems' in-memory state into health.
 func (d *Daemon) reportState() {
 	d.health.SetLedger(d.ledger.Degraded())
-	d.health.SetLimiter(d.limiter.FallbackActive(), int64(d.limiter.Denied()))
+	d.health.SetLimiter(d.limiter.FallbackActive(), d.limiter.FallbackHeldUntil(), int64(d.limiter.Denied()))
 	rs := d.replay.Status()
 	d.health.SetHQLink(health.HQLink{Connected: rs.Connected, LastSyncAt: rs.LastSyncAt, LastError: rs.LastError,
 		RatePerSec: rs.RatePerSec})

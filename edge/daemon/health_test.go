@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,4 +60,38 @@ func TestRedisProbeReportsLatency(t *testing.T) {
 	if took := time.Since(start); took > 3*time.Second {
 		t.Fatalf("a probe of a hung Redis took %v", took)
 	}
+}
+
+// A replica killed on a real Sentinel topology: the probe names it, so
+// the WARN line tells the technician which redis-server to look at.
+func TestRedisProbeNamesTheDownReplica(t *testing.T) {
+	rd := testenv.StartRedis(t, testenv.RedisOptions{})
+	cfg := config.Defaults()
+	cfg.Redis.Sentinels, cfg.Redis.MasterName = rd.SentinelAddrs(), "posedge"
+	cfg.Redis.Timeout, cfg.Redis.WaitTimeout = config.Dur(time.Second), config.Dur(100*time.Millisecond)
+	rdb := NewRedis(&cfg)
+	defer rdb.Close()
+	ctx := context.Background()
+	if f := probeRedis(ctx, &cfg, rdb); !f.Reachable || f.Replicas != 2 || len(f.DownReplicas) != 0 {
+		t.Fatalf("healthy topology probed as %+v", f)
+	}
+	victim := (rd.MasterIndex() + 1) % 3
+	rd.KillNode(victim)
+	var last health.Redis
+	testenv.WaitFor(t, 30*time.Second, "probe names the killed replica", func() bool {
+		last = probeRedis(ctx, &cfg, rdb)
+		return len(last.DownReplicas) == 1 && last.DownReplicas[0] == rd.NodeAddr(victim)
+	})
+	tr := health.New(nil)
+	tr.SetRedis(last)
+	r := status.Evaluate(tr.Snapshot().Facts(time.Now()), Thresholds(&cfg))
+	for _, c := range r.Checks {
+		if c.Name == "replicas" {
+			if c.Status != status.Warn || !strings.Contains(c.Detail, rd.NodeAddr(victim)) {
+				t.Fatalf("replicas check %+v, want WARN naming %s", c, rd.NodeAddr(victim))
+			}
+			return
+		}
+	}
+	t.Fatalf("no replicas check in %+v (last probe %+v)", r.Checks, last)
 }

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -40,13 +42,14 @@ func probeRedis(ctx context.Context, c *config.Config, rdb redis.UniversalClient
 		sc := redis.NewSentinelClient(&redis.Options{Addr: a, Password: c.Redis.SentinelPassword,
 			DialTimeout: 300 * time.Millisecond, ReadTimeout: 300 * time.Millisecond, MaxRetries: -1})
 		addr, err := sc.GetMasterAddrByName(ctx, c.Redis.MasterName).Result()
-		sc.Close()
 		if err == nil && len(addr) == 2 {
 			f.Sentinels++
 			if f.Master == "" {
 				f.Master = addr[0] + ":" + addr[1]
+				f.DownReplicas = downReplicas(ctx, sc, c.Redis.MasterName)
 			}
 		}
+		sc.Close()
 	}
 	if c.Redis.Addr != "" {
 		f.Master = c.Redis.Addr
@@ -96,4 +99,23 @@ func probeRedis(ctx context.Context, c *config.Config, rdb redis.UniversalClient
 	_ = timed(func() error { return rdb.Ping(ctx).Err() })
 	f.Reachable = true
 	return f
+}
+
+// downReplicas asks a Sentinel which of the replicas it knows it sees down
+// or disconnected, so the status line can name the one to look at.
+func downReplicas(ctx context.Context, sc *redis.SentinelClient, master string) []string {
+	reps, err := sc.Replicas(ctx, master).Result()
+	if err != nil {
+		return nil
+	}
+	var down []string
+	for _, r := range reps {
+		flags := r["flags"]
+		if strings.Contains(flags, "s_down") || strings.Contains(flags, "o_down") || strings.Contains(flags, "disconnected") ||
+			(r["master-link-status"] != "" && r["master-link-status"] != "ok") {
+			down = append(down, net.JoinHostPort(r["ip"], r["port"]))
+		}
+	}
+	sort.Strings(down)
+	return down
 }

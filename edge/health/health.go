@@ -15,11 +15,14 @@ type Redis struct {
 	Replicas      int // online replicas of the master
 	WantReplicas  int // redis.replicas
 	MaxLagSeconds int64
-	Sentinels     int // sentinels that answered
-	SentinelsAll  int // sentinels configured
-	UsedMemory    int64
-	MaxMemory     int64
-	ClockSkew     time.Duration
+	// DownReplicas are the replicas the Sentinels know but see down or
+	// disconnected (host:port), so a technician knows which one to look at.
+	DownReplicas []string
+	Sentinels    int // sentinels that answered
+	SentinelsAll int // sentinels configured
+	UsedMemory   int64
+	MaxMemory    int64
+	ClockSkew    time.Duration
 	// Latency is the fastest call of the probe: when even that one is
 	// slow, every call is.
 	Latency time.Duration
@@ -48,8 +51,11 @@ type Snapshot struct {
 	HQ       HQLink
 	Degraded bool // the ledger serves from the journal only
 	// Fallback: the rate limiter counts locally (Redis unreachable).
-	Fallback      bool
-	LimiterDenied int64
+	Fallback bool
+	// FallbackHeldUntil: Redis answers again and the fallback is held,
+	// on purpose, until then; zero otherwise.
+	FallbackHeldUntil time.Time
+	LimiterDenied     int64
 	// LastAckAt is when HQ last acknowledged a publish (or the outbox was
 	// found empty); AwaitingAckSince is when the first publish since then
 	// went out, zero while none awaits an ack.
@@ -109,10 +115,11 @@ func (t *Tracker) SetLedger(degraded bool) {
 	t.mu.Unlock()
 }
 
-// SetLimiter reports the rate limiter's state.
-func (t *Tracker) SetLimiter(fallback bool, denied int64) {
+// SetLimiter reports the rate limiter's state; heldUntil is the end of the
+// fallback's hold after Redis returned (zero when not held).
+func (t *Tracker) SetLimiter(fallback bool, heldUntil time.Time, denied int64) {
 	t.mu.Lock()
-	t.s.Fallback, t.s.LimiterDenied = fallback, denied
+	t.s.Fallback, t.s.FallbackHeldUntil, t.s.LimiterDenied = fallback, heldUntil, denied
 	t.mu.Unlock()
 }
 
@@ -155,12 +162,13 @@ func (t *Tracker) Snapshot() Snapshot {
 // mode and limiter parts. The caller adds who the daemon is, the journal's
 // figures and the backlog.
 func (s Snapshot) Facts(now time.Time) status.Facts {
-	f := status.Facts{Now: now, DaemonUp: true, Degraded: s.Degraded, FallbackActive: s.Fallback, LimiterDenied: s.LimiterDenied}
+	f := status.Facts{Now: now, DaemonUp: true, Degraded: s.Degraded, FallbackActive: s.Fallback,
+		FallbackHeldUntil: s.FallbackHeldUntil, LimiterDenied: s.LimiterDenied}
 	r := s.Redis
 	f.Redis = status.RedisFacts{OK: r.Reachable, Master: r.Master, Replicas: r.Replicas, WantReplicas: r.WantReplicas,
 		SentinelsAll: r.SentinelsAll, Error: r.Error,
 		UsedMemory: r.UsedMemory, MaxMemory: r.MaxMemory, Sentinels: r.Sentinels, ClockSkew: r.ClockSkew,
-		MaxLagSeconds: r.MaxLagSeconds, Latency: r.Latency}
+		MaxLagSeconds: r.MaxLagSeconds, Latency: r.Latency, DownReplicas: r.DownReplicas}
 	if r.CheckedAt.IsZero() {
 		f.Redis.Error = "not probed yet"
 	}

@@ -56,7 +56,7 @@ func TestFactsFromReports(t *testing.T) {
 		Latency: time.Millisecond})
 	tr.SetHQLink(HQLink{Connected: true, LastError: "nats: timeout"})
 	tr.SetLedger(false)
-	tr.SetLimiter(false, 7)
+	tr.SetLimiter(true, now.Add(42*time.Second), 7)
 	tr.SetJournal(nil)
 	tr.HQAcked(t0)
 	tr.HQPublished(t0.Add(20 * time.Second))
@@ -65,6 +65,9 @@ func TestFactsFromReports(t *testing.T) {
 	r := status.Evaluate(f, th)
 	if r.Status != status.Warn || !r.HQ.Stalled || r.Redis.Master != "127.0.0.1:6379" || f.LimiterDenied != 7 {
 		t.Fatalf("report %+v", r)
+	}
+	if !f.FallbackActive || !f.FallbackHeldUntil.Equal(now.Add(42*time.Second)) {
+		t.Fatalf("limiter facts: active %v, held until %v", f.FallbackActive, f.FallbackHeldUntil)
 	}
 	if s := tr.Snapshot(); !s.Journal.Usable || !s.Redis.CheckedAt.Equal(t0) {
 		t.Fatalf("snapshot %+v", s)

@@ -41,27 +41,66 @@ func (l *Ledger) PutItem(ctx context.Context, it Item) error {
 	return nil
 }
 
+// itemFields are the item hash's fields an Item is read from.
+var itemFields = [...]string{"name", "price_cents", "stock", "active"}
+
 // Item looks an item up in Redis, or in the daemon's copy (stale) while
 // Redis is down.
 func (l *Ledger) Item(ctx context.Context, barcode string) (*Item, error) {
-	if !l.Degraded() {
-		rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
-		defer cancel()
-		m, err := l.rdb.HMGet(rctx, l.k.item(barcode), "name", "price_cents", "stock", "active").Result()
-		if err == nil {
-			if m[0] == nil || str(m[3]) == "0" { // never known, or deactivated by HQ's catalog
-				return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
-			}
-			it := &Item{Barcode: barcode, Name: str(m[0])}
-			it.PriceCents, _ = strconv.ParseInt(str(m[1]), 10, 64)
-			it.Stock, _ = strconv.ParseInt(str(m[2]), 10, 64)
-			return it, nil
-		}
-		if !outage(ctx, err) {
-			return nil, err
-		}
-		l.SetRedisDown(true)
+	if l.Degraded() {
+		return l.staleItem(ctx, barcode)
 	}
+	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	return l.itemReply(ctx, barcode, l.rdb.HMGet(rctx, l.k.item(barcode), itemFields[:]...))
+}
+
+// QueueItem queues the read of barcode's item into p, for a caller that
+// shares another round trip (the rate limiter's decision) and then hands
+// the reply to ItemFrom. It queues nothing and returns nil while the
+// ledger is degraded (ItemFrom then reads the daemon's copy) or for an
+// invalid barcode (no key is made of it).
+func (l *Ledger) QueueItem(ctx context.Context, p redis.Pipeliner, barcode string) redis.Cmder {
+	if l.Degraded() || !ValidBarcode(barcode) {
+		return nil
+	}
+	return p.HMGet(ctx, l.k.item(barcode), itemFields[:]...)
+}
+
+// ItemFrom is Item from the reply of a read QueueItem queued. A nil reply
+// (the read did not run: nothing was queued, or the round trip failed
+// before its reply) makes it look the item up as Item does.
+func (l *Ledger) ItemFrom(ctx context.Context, barcode string, reply redis.Cmder) (*Item, error) {
+	hm, ok := reply.(*redis.SliceCmd)
+	if l.Degraded() || !ok || hm == nil {
+		return l.Item(ctx, barcode)
+	}
+	return l.itemReply(ctx, barcode, hm)
+}
+
+// itemReply reads an HMGET of itemFields; an outage makes the ledger
+// degraded and answers from the daemon's copy.
+func (l *Ledger) itemReply(ctx context.Context, barcode string, hm *redis.SliceCmd) (*Item, error) {
+	m, err := hm.Result()
+	if err == nil {
+		// Never known, or deactivated by HQ's catalog (active "0").
+		if len(m) != len(itemFields) || m[0] == nil || str(m[3]) == "0" {
+			return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
+		}
+		it := &Item{Barcode: barcode, Name: str(m[0])}
+		it.PriceCents, _ = strconv.ParseInt(str(m[1]), 10, 64)
+		it.Stock, _ = strconv.ParseInt(str(m[2]), 10, 64)
+		return it, nil
+	}
+	if !outage(ctx, err) {
+		return nil, err
+	}
+	l.SetRedisDown(true)
+	return l.staleItem(ctx, barcode)
+}
+
+// staleItem is the daemon's own copy of an item, marked stale.
+func (l *Ledger) staleItem(ctx context.Context, barcode string) (*Item, error) {
 	c, err := l.j.Item(ctx, barcode)
 	if err != nil {
 		return nil, errJournal(err)

@@ -20,6 +20,7 @@ import (
 	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // Config of a ledger.
@@ -31,6 +32,7 @@ type Config struct {
 	MinReplicasAck int           // WAIT for this many replicas after money writes
 	WaitTimeout    time.Duration
 	IdemTTL        time.Duration // how long Redis keeps an idempotency record; ≥ 24h
+	MaxSaleCents   int64         // every price, line and total at most this; 0 = wire.DefaultMaxSaleCents
 }
 
 // Ledger records sales and refunds.
@@ -62,6 +64,7 @@ type metrics struct {
 	degraded       prometheus.Gauge
 	recovered      prometheus.Counter
 	failovers      prometheus.Counter
+	unappliable    prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -82,6 +85,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Sales found applied in Redis but missing from the journal (a crash between the two), journaled late."}),
 		failovers: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_redis_master_changes_total",
 			Help: "Redis master changes seen (Sentinel failover or restart); each triggers a repair from the journal."}),
+		unappliable: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_unappliable_transactions_total",
+			Help: "Journaled transactions Redis refused to apply for a reason other than an outage, set aside (posedge journal quarantine list)."}),
 	}
 	for _, kind := range []string{"sale", "refund"} {
 		for _, mode := range []string{journal.ModeNormal, journal.ModeDegraded, journal.ModeRecovered} {
@@ -89,7 +94,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered)
+		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered, m.unappliable)
 	}
 	return m
 }
@@ -107,6 +112,9 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	}
 	if cfg.WaitTimeout <= 0 {
 		cfg.WaitTimeout = 100 * time.Millisecond // WAIT 0 would block for ever
+	}
+	if cfg.MaxSaleCents <= 0 {
+		cfg.MaxSaleCents = wire.DefaultMaxSaleCents
 	}
 	if cfg.IdemTTL < 24*time.Hour {
 		cfg.IdemTTL = 48 * time.Hour
@@ -151,6 +159,10 @@ func seqOfFlow(flow string) int64 {
 	}
 	return 0
 }
+
+// Bounds are what a request to this ledger is checked against now:
+// max_sale_cents and the daemon's clock.
+func (l *Ledger) Bounds() Bounds { return Bounds{MaxCents: l.cfg.MaxSaleCents, Now: l.now()} }
 
 // Degraded reports whether sales are currently journaled without Redis.
 func (l *Ledger) Degraded() bool { return l.redisDown.Load() }
@@ -268,6 +280,13 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 		ks = append(ks, l.k.item(ln.barcode))
 		argv = append(argv, ln.barcode, ln.qty, ln.sold, ln.refundedJr)
 	}
+	if !strings.HasPrefix(a.mode, "apply_") {
+		// A request is bounded by today's max_sale_cents; a journaled
+		// transaction was checked when it was recorded, and a bound
+		// lowered since must not make it unappliable (the script's own
+		// bound, wire.MaxSaleCentsLimit, still holds).
+		argv = append(argv, l.cfg.MaxSaleCents)
+	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout+l.cfg.WaitTimeout)
 	defer cancel()
 	start := time.Now()
@@ -353,6 +372,8 @@ func (l *Ledger) outcome(ctx context.Context, res []any, t journal.Txn) (*Result
 		return nil, Errorf(KindConflict, "insufficient_stock", "not enough stock of %v (%v left)", res[1], res[2])
 	case "refund_exceeds_sale":
 		return nil, Errorf(KindConflict, "refund_exceeds_sale", "refund of %v exceeds what is left of the sale (%v)", res[1], res[2])
+	case "invalid_amount":
+		return nil, Errorf(KindInvalid, "invalid_amount", "%v %v is outside the bounds of a sale", res[1], res[2])
 	}
 	return nil, fmt.Errorf("txn.lua answered %v", res)
 }

@@ -15,7 +15,8 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 	if e := validKey(key); e != nil {
 		return nil, e
 	}
-	if e := r.Validate(); e != nil {
+	bounds := l.Bounds()
+	if e := r.Validate(bounds); e != nil {
 		return nil, e
 	}
 	fp := Fingerprint(r)
@@ -50,7 +51,6 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 	}
 	want := map[string]int64{}
 	var lines []Line
-	var total int64
 	for _, ln := range r.Lines {
 		if _, ok := sold[ln.Barcode]; !ok {
 			return nil, Errorf(KindConflict, "refund_exceeds_sale", "barcode %s is not in sale %s", ln.Barcode, orig.FlowNo)
@@ -61,7 +61,13 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 				ln.Barcode, sold[ln.Barcode]-refunded[ln.Barcode])
 		}
 		lines = append(lines, Line{Barcode: ln.Barcode, Qty: ln.Qty, PriceCents: price[ln.Barcode]})
-		total += ln.Qty * price[ln.Barcode]
+	}
+	// The refund's value at the original prices, checked like a sale's:
+	// an original line within bounds can still make a refund above them
+	// when max_sale_cents was lowered since.
+	total, e := sumLines(lines, bounds.max())
+	if e != nil {
+		return nil, e
 	}
 	if total != r.TotalCents {
 		return nil, Errorf(KindInvalid, "total_mismatch", "total_cents %d is not the refund's value at the original prices, %d", r.TotalCents, total)

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -41,7 +42,10 @@ func (l *Ledger) ReapplyRecent(ctx context.Context, since time.Time) (int, error
 		for _, t := range txns {
 			ok, err := l.applyJournaled(ctx, t)
 			if err != nil {
-				return applied, err
+				if err := l.setAside(ctx, t, err); err != nil {
+					return applied, err
+				}
+				continue
 			}
 			if ok {
 				applied++
@@ -65,19 +69,57 @@ func (l *Ledger) applyJournaled(ctx context.Context, t journal.Txn) (bool, error
 	if err != nil {
 		return false, fmt.Errorf("apply %s: %w", t.FlowNo, err)
 	}
-	if tag, _ := res[0].(string); tag != "ok" {
-		return false, nil
+	switch tag, _ := res[0].(string); tag {
+	case "ok":
+		if n, _ := res[2].(int64); n > 0 {
+			l.metrics.negativeStock.Add(float64(n))
+		}
+		return true, nil
+	case "exists":
+		return false, nil // applied before: its record is there
+	default:
+		// The script checks everything before its first write: a refusal
+		// changed nothing, and will refuse again on every retry.
+		return false, &unappliableError{flow: t.FlowNo, reason: fmt.Sprintf("txn.lua refused it: %v", res)}
 	}
-	if n, _ := res[2].(int64); n > 0 {
-		l.metrics.negativeStock.Add(float64(n))
+}
+
+// unappliableError is a journaled transaction Redis refuses for good
+// (a script refusal or error on its data), not for an outage.
+type unappliableError struct{ flow, reason string }
+
+func (e *unappliableError) Error() string { return "apply " + e.flow + ": " + e.reason }
+
+// setAside handles an error applying a journaled transaction: an outage
+// (or the caller giving up) stops the caller, which retries later; any
+// other error would fail on every retry, so the transaction is set aside
+// in the journal (posedge journal quarantine list|retry) and counted,
+// and the ones behind it go on.
+func (l *Ledger) setAside(ctx context.Context, t journal.Txn, err error) error {
+	var ue *unappliableError
+	reason := err.Error()
+	switch {
+	case ctx.Err() != nil:
+		return err
+	case errors.As(err, &ue):
+		reason = ue.reason
+	case outage(ctx, err):
+		return err
 	}
-	return true, nil
+	if jerr := l.j.SetUnappliable(ctx, t.FlowNo, reason); jerr != nil {
+		return fmt.Errorf("set aside %s after %v: %w", t.FlowNo, err, jerr)
+	}
+	l.metrics.unappliable.Inc()
+	l.log.Error("redis cannot apply a journaled transaction: set aside, see posedge journal quarantine list",
+		"flow_no", t.FlowNo, "kind", t.Kind, "total_cents", t.TotalCents, "reason", reason)
+	return nil
 }
 
 // ApplyDegraded applies journaled degraded-mode transactions to Redis
 // (stock, counters, idempotency record), each exactly once: txn.lua skips
 // a transaction whose record already exists. It returns how many it
-// applied; it stops at the first Redis outage.
+// applied; it stops at the first Redis outage. One Redis refuses for
+// another reason is set aside (see setAside) and never blocks the rest.
 func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 	applied := 0
 	for {
@@ -91,7 +133,10 @@ func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 		for _, t := range txns {
 			ok, err := l.applyJournaled(ctx, t)
 			if err != nil {
-				return applied, err
+				if err := l.setAside(ctx, t, err); err != nil {
+					return applied, err
+				}
+				continue
 			}
 			if ok {
 				applied++
@@ -268,4 +313,25 @@ func (l *Ledger) Start(ctx context.Context) (string, error) {
 func (l *Ledger) hasUnapplied(ctx context.Context) bool {
 	has, err := l.j.HasUnapplied(ctx)
 	return err == nil && has
+}
+
+// Unappliable lists the journaled transactions set aside because Redis
+// refused to apply them (see setAside), with the reasons.
+func (l *Ledger) Unappliable(ctx context.Context) ([]journal.QuarantinedRow, error) {
+	rows, err := l.j.Unappliable(ctx)
+	if err != nil {
+		return nil, errJournal(err)
+	}
+	return rows, nil
+}
+
+// RetryUnappliable puts set-aside transactions (all when none are named)
+// back among those waiting for Redis: Watch applies them at its next tick,
+// or sets them aside again if Redis still refuses. It returns how many.
+func (l *Ledger) RetryUnappliable(ctx context.Context, flowNos ...string) (int, error) {
+	n, err := l.j.RetryUnappliable(ctx, flowNos...)
+	if err != nil {
+		return 0, errJournal(err)
+	}
+	return n, nil
 }

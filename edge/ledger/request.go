@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"regexp"
 	"time"
+
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // Limits of a request's content. Transport limits (body sizes) belong to
@@ -13,10 +15,39 @@ import (
 const (
 	MaxBatchSales = 100
 	MaxLines      = 200
-	// MaxCents bounds one amount so no sum of a sale can overflow int64.
+	// MaxCents bounds an item master price. The money of a sale or refund
+	// is bounded by max_sale_cents (Bounds.MaxCents), checked with
+	// overflow detection: MaxLines × MaxQty × MaxCents is 2×10^20, far
+	// above int64, so no bound here makes a product or a sum safe alone.
 	MaxCents = 1_000_000_000_000
 	MaxQty   = 1_000_000
+	// OccurredAtPast and OccurredAtFuture bound occurred_at around the
+	// daemon's clock: a till's offline sale is at most 30 days old, and
+	// a clock 5 minutes fast is a till's clock, not a sale from the future.
+	OccurredAtPast   = 30 * 24 * time.Hour
+	OccurredAtFuture = 5 * time.Minute
 )
+
+// Bounds are what a request is checked against besides its form: the
+// store's max_sale_cents and the daemon's clock (occurred_at's window).
+type Bounds struct {
+	MaxCents int64     // max_sale_cents; 0 = wire.DefaultMaxSaleCents
+	Now      time.Time // zero = time.Now()
+}
+
+func (b Bounds) max() int64 {
+	if b.MaxCents <= 0 {
+		return wire.DefaultMaxSaleCents
+	}
+	return b.MaxCents
+}
+
+func (b Bounds) now() time.Time {
+	if b.Now.IsZero() {
+		return time.Now()
+	}
+	return b.Now
+}
 
 var (
 	barcodeRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
@@ -82,24 +113,30 @@ func Fingerprint(v any) string {
 
 // Validate checks a sale against the contract's rules (§3): the first
 // broken rule is the refusal, checked in the order of the body's fields.
-func (s SaleRequest) Validate() *Error {
+// Every price, line (qty × price_cents) and the total are at most
+// max_sale_cents, computed with overflow detection.
+func (s SaleRequest) Validate(b Bounds) *Error {
 	if e := validLineCount(len(s.Lines)); e != nil {
 		return e
 	}
+	max := b.max()
 	for i, l := range s.Lines {
 		if e := validLine(i, l.Barcode, l.Qty); e != nil {
 			return e
 		}
-		if l.PriceCents < 0 || l.PriceCents > MaxCents {
-			return Errorf(KindInvalid, "invalid_amount", "lines[%d].price_cents must be a whole, non-negative number of cents", i)
+		if l.PriceCents < 0 || l.PriceCents > max {
+			return Errorf(KindInvalid, "invalid_amount", "lines[%d].price_cents must be a whole number of cents from 0 to max_sale_cents (%d)", i, max)
+		}
+		if v, ok := wire.MulCents(l.Qty, l.PriceCents); !ok || v > max {
+			return Errorf(KindInvalid, "invalid_amount", "lines[%d]: qty × price_cents is above max_sale_cents (%d)", i, max)
 		}
 	}
-	if s.TotalCents < 0 {
-		return errTotal()
+	if s.TotalCents < 0 || s.TotalCents > max {
+		return errTotal(max)
 	}
-	var sum int64
-	for _, l := range s.Lines {
-		sum += l.Qty * l.PriceCents // bounded: MaxLines × MaxQty × MaxCents < 2^63
+	sum, e := sumLines(s.Lines, max)
+	if e != nil {
+		return e
 	}
 	if sum != s.TotalCents {
 		return Errorf(KindInvalid, "total_mismatch", "total_cents %d is not the sum of qty×price_cents, %d", s.TotalCents, sum)
@@ -114,9 +151,37 @@ func (s SaleRequest) Validate() *Error {
 		return Errorf(KindInvalid, "invalid_cashier_id", "cashier_id is at most 32 bytes")
 	}
 	if s.OccurredAt != "" {
-		if _, err := time.Parse(time.RFC3339, s.OccurredAt); err != nil {
+		at, err := time.Parse(time.RFC3339, s.OccurredAt)
+		if err != nil {
 			return ErrOccurredAt()
 		}
+		if e := occurredAtWindow(at, b.now()); e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// sumLines is the checked sum of a sale's lines: above max (or
+// overflowing, which cannot happen below it) is invalid_amount.
+func sumLines(ls []Line, max int64) (int64, *Error) {
+	var sum int64
+	for i, l := range ls {
+		v, ok := wire.MulCents(l.Qty, l.PriceCents)
+		if ok {
+			sum, ok = wire.AddCents(sum, v)
+		}
+		if !ok || sum > max {
+			return 0, Errorf(KindInvalid, "invalid_amount", "the lines up to lines[%d] sum above max_sale_cents (%d)", i, max)
+		}
+	}
+	return sum, nil
+}
+
+func occurredAtWindow(at, now time.Time) *Error {
+	if at.Before(now.Add(-OccurredAtPast)) || at.After(now.Add(OccurredAtFuture)) {
+		return Errorf(KindInvalid, "invalid_occurred_at", "occurred_at must lie between 30 days before and 5 minutes after the store's clock (%s)",
+			now.UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -127,8 +192,8 @@ func ErrOccurredAt() *Error {
 }
 
 // Validate checks a refund's form; whether the sale it refers to allows
-// it is checked by Refund.
-func (r RefundRequest) Validate() *Error {
+// it, and its value at the original prices, are checked by Refund.
+func (r RefundRequest) Validate(b Bounds) *Error {
 	if !ValidFlowNo(r.OriginalFlowNo) {
 		return Errorf(KindInvalid, "invalid_flow_no", "original_flow_no must be the digits of a flow number")
 	}
@@ -140,8 +205,8 @@ func (r RefundRequest) Validate() *Error {
 			return e
 		}
 	}
-	if r.TotalCents < 0 {
-		return errTotal()
+	if r.TotalCents < 0 || r.TotalCents > b.max() {
+		return errTotal(b.max())
 	}
 	return nil
 }
@@ -166,8 +231,8 @@ func validLine(i int, barcode string, qty int64) *Error {
 	return nil
 }
 
-func errTotal() *Error {
-	return Errorf(KindInvalid, "invalid_amount", "total_cents must be a whole, non-negative number of cents")
+func errTotal(max int64) *Error {
+	return Errorf(KindInvalid, "invalid_amount", "total_cents must be a whole number of cents from 0 to max_sale_cents (%d)", max)
 }
 
 func validKey(key string) *Error {

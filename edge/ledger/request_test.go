@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
 )
@@ -22,6 +23,21 @@ func TestSaleValidate(t *testing.T) {
 	badTime.OccurredAt = "yesterday"
 	goodTime := sale(100, line("A", 1, 100))
 	goodTime.OccurredAt = "2026-11-30T10:00:00+02:00"
+	at := func(t string) ledger.SaleRequest {
+		s := sale(100, line("A", 1, 100))
+		s.OccurredAt = t
+		return s
+	}
+	// The batch: 21 lines whose qty × price sum to 2^64 + 5,000,100.
+	var wrap []ledger.Line
+	for i := 0; i < 18; i++ {
+		wrap = append(wrap, line("ov", 1000000, 1000000000000))
+	}
+	wrap = append(wrap, line("ov", 1000000, 446744073709), line("ov", 1, 551716), line("ov", 1, 5000000))
+	const max = int64(100_000_000_000)
+	// Lines each within max_sale_cents whose sum is above it.
+	half := sale(max+1, line("A", 1, max/2+1), line("B", 1, max/2))
+	bounds := ledger.Bounds{MaxCents: max, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	tests := []struct {
 		name string
 		s    ledger.SaleRequest
@@ -43,9 +59,21 @@ func TestSaleValidate(t *testing.T) {
 		{"tender", ledger.SaleRequest{Lines: []ledger.Line{line("A", 1, 1)}, TotalCents: 1, Tender: "iou"}, "invalid_tender"},
 		{"receipt too long", withReceipt, "invalid_receipt_no"},
 		{"occurred_at not RFC3339", badTime, "invalid_occurred_at"},
+		{"price at max_sale_cents", sale(max, line("A", 1, max)), ""},
+		{"price above max_sale_cents", sale(max+1, line("A", 1, max+1)), "invalid_amount"},
+		{"line above max_sale_cents", sale(max+1, line("A", 2, max/2+1)), "invalid_amount"},
+		{"total above max_sale_cents", sale(max+1, line("A", 1, 1)), "invalid_amount"},
+		{"sum of lines above max_sale_cents", half, "invalid_amount"},
+		{"sum wrapping 2^64", sale(5000100, wrap...), "invalid_amount"},
+		{"total 1e17", sale(100_000_000_000_000_000, line("A", 1, 100_000_000_000_000_000)), "invalid_amount"},
+		{"total 2^53+1", sale(9007199254740993, line("A", 1, 9007199254740993)), "invalid_amount"},
+		{"occurred_at 5 minutes ahead", at("2026-11-30T12:05:00Z"), ""},
+		{"occurred_at 2 hours ahead", at("2026-11-30T14:00:00Z"), "invalid_occurred_at"},
+		{"occurred_at 30 days back", at("2026-10-31T12:00:00Z"), ""},
+		{"occurred_at 40 days back", at("2026-10-21T12:00:00Z"), "invalid_occurred_at"},
 	}
 	for _, tt := range tests {
-		e := tt.s.Validate()
+		e := tt.s.Validate(bounds)
 		switch {
 		case tt.code == "" && e != nil:
 			t.Errorf("%s: refused %v", tt.name, e)
@@ -66,9 +94,11 @@ func TestRefundValidate(t *testing.T) {
 		{"no lines", ledger.RefundRequest{OriginalFlowNo: "1"}, "invalid_lines"},
 		{"qty", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A", Qty: -1}}}, "invalid_qty"},
 		{"total", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A", Qty: 1}}, TotalCents: -1}, "invalid_amount"},
+		{"total above max_sale_cents", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A", Qty: 1}}, TotalCents: 1001}, "invalid_amount"},
+		{"total at max_sale_cents", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A", Qty: 1}}, TotalCents: 1000}, ""},
 	}
 	for _, tt := range tests {
-		e := tt.r.Validate()
+		e := tt.r.Validate(ledger.Bounds{MaxCents: 1000})
 		if (tt.code == "") != (e == nil) || (e != nil && e.Code != tt.code) {
 			t.Errorf("%s: got %v, want %q", tt.name, e, tt.code)
 		}

@@ -19,7 +19,7 @@ func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mo
 	if e := validKey(key); e != nil {
 		return nil, e
 	}
-	if e := s.Validate(); e != nil {
+	if e := s.Validate(l.Bounds()); e != nil {
 		return nil, e
 	}
 	fp := Fingerprint(s)

@@ -82,6 +82,17 @@ func (l *Limiter) enterFallback(err error) {
 		"err", err, "fallback_fraction", l.cfg.FallbackFraction, "redis_timeout", l.cfg.RedisTimeout.String())
 }
 
+// FallbackHeldUntil is when the deliberate hold after Redis returned ends:
+// zero while the fallback is off or Redis still does not answer. The
+// local limiter hands back to Redis at the first decision after it.
+func (l *Limiter) FallbackHeldUntil() time.Time {
+	back, ok := l.recovered()
+	if !ok {
+		return time.Time{}
+	}
+	return back.Add(l.hold)
+}
+
 // recovered reports when Redis answered again during the fallback.
 func (l *Limiter) recovered() (time.Time, bool) {
 	l.fb.mu.Lock()

@@ -77,8 +77,9 @@ func testFallback(t *testing.T, r *testenv.Redis, rdb *redis.Client, fault, reco
 	if d, err := l.AllowStoreSync(context.Background()); err != nil || !d.Allowed || !d.Fallback || d.Limit != 25 {
 		t.Fatalf("store sync on the local limiter: %+v %v", d, err)
 	}
-	if !l.FallbackActive() || gauge() != 1 {
-		t.Fatalf("FallbackActive %v, gauge %v while Redis is down", l.FallbackActive(), gauge())
+	if !l.FallbackActive() || gauge() != 1 || !l.FallbackHeldUntil().IsZero() {
+		t.Fatalf("FallbackActive %v, gauge %v, held until %v while Redis is down",
+			l.FallbackActive(), gauge(), l.FallbackHeldUntil())
 	}
 	clk.Advance(10 * time.Second) // the local pay window slides on the injected clock
 	if d := mustAllow(t, l, "T01", ActionPay); !d.Allowed || !d.Fallback {
@@ -99,6 +100,9 @@ func testFallback(t *testing.T, r *testenv.Redis, rdb *redis.Client, fault, reco
 	if d := mustAllow(t, l, "T01", ActionPay); !d.Fallback || !l.FallbackActive() {
 		t.Fatalf("right after Redis returned: %+v, want the local limiter", d)
 	}
+	if u := l.FallbackHeldUntil(); !u.Equal(back.Add(90 * time.Second)) {
+		t.Fatalf("held until %v, want %v (Redis back + the longest window)", u, back.Add(90*time.Second))
+	}
 	clk.Advance(back.Add(90*time.Second).Sub(clk.Now()) - time.Millisecond)
 	if d := mustAllow(t, l, "T02", ""); !d.Fallback {
 		t.Fatalf("just before the hold ends: %+v, want the local limiter", d)
@@ -106,6 +110,9 @@ func testFallback(t *testing.T, r *testenv.Redis, rdb *redis.Client, fault, reco
 	clk.Advance(time.Millisecond)
 	if d := mustAllow(t, l, "T02", ""); d.Fallback || l.FallbackActive() || gauge() != 0 {
 		t.Fatalf("after the hold: %+v, fallback %v, gauge %v; want Redis deciding", d, l.FallbackActive(), gauge())
+	}
+	if u := l.FallbackHeldUntil(); !u.IsZero() {
+		t.Fatalf("held until %v after the hold; want zero", u)
 	}
 }
 

@@ -162,11 +162,30 @@ func (l *Limiter) newLevel(metric, name, key string, p Policy, scale string) lev
 // decides (Decision.Fallback). The error is non-nil only for an invalid
 // terminal id or action (nothing reaches Redis) or when ctx ends.
 func (l *Limiter) Allow(ctx context.Context, terminalID, action string) (Decision, error) {
+	d, _, err := l.AllowRead(ctx, terminalID, action, nil)
+	return d, err
+}
+
+// Read queues read-only commands into the round trip of a decision: they
+// are pipelined after the limiter script on the same connection, so they
+// run whether or not the request is allowed and must change nothing. It
+// is called once per attempt (twice when a NOSCRIPT made the limiter send
+// the pipeline again with EVAL) and returns the command whose reply the
+// caller reads. The limiter knows nothing of the keys read: the caller's
+// package owns their layout.
+type Read func(ctx context.Context, p redis.Pipeliner) redis.Cmder
+
+// AllowRead is Allow with read in the same Redis round trip as the
+// decision: one round trip for a request that needs both. The returned
+// command is the reply of read's last attempt, or nil when the decision
+// was not made on Redis (the local limiter decided, or Redis failed and
+// the local limiter took over): then the caller reads by itself.
+func (l *Limiter) AllowRead(ctx context.Context, terminalID, action string, read Read) (Decision, redis.Cmder, error) {
 	if !validID(terminalID) {
-		return Decision{}, fmt.Errorf("rate limit %q: %w", terminalID, ErrInvalidTerminalID)
+		return Decision{}, nil, fmt.Errorf("rate limit %q: %w", terminalID, ErrInvalidTerminalID)
 	}
 	if action != "" && !knownAction(action) {
-		return Decision{}, fmt.Errorf("rate limit action %q: %w", action, ErrUnknownAction)
+		return Decision{}, nil, fmt.Errorf("rate limit action %q: %w", action, ErrUnknownAction)
 	}
 	var buf [3]level
 	lv := append(buf[:0], l.store)
@@ -176,7 +195,7 @@ func (l *Limiter) Allow(ctx context.Context, terminalID, action string) (Decisio
 		lv = append(lv, l.newLevel(levelAction, action, l.prefix+"rl:a:"+terminalID+":"+action, l.cfg.Actions[action], action))
 		label = action
 	}
-	return l.decide(ctx, lv, label)
+	return l.decide(ctx, lv, label, read)
 }
 
 // AllowStoreSync decides and charges one hit of the store-wide replay
@@ -185,7 +204,8 @@ func (l *Limiter) Allow(ctx context.Context, terminalID, action string) (Decisio
 // terminal levels. A promotion scales it as it scales the terminals' sync
 // level.
 func (l *Limiter) AllowStoreSync(ctx context.Context) (Decision, error) {
-	return l.decide(ctx, []level{l.sync}, ActionSync)
+	d, _, err := l.decide(ctx, []level{l.sync}, ActionSync, nil)
+	return d, err
 }
 
 // WaitStoreSync blocks until AllowStoreSync allows (and so charges) one
@@ -216,27 +236,29 @@ func (l *Limiter) Denied() uint64 { return l.m.denied.Load() }
 // did not answer or answered again less than one window ago.
 func (l *Limiter) FallbackActive() bool { return l.fb.active.Load() }
 
-func (l *Limiter) decide(ctx context.Context, lv []level, action string) (Decision, error) {
+func (l *Limiter) decide(ctx context.Context, lv []level, action string, read Read) (Decision, redis.Cmder, error) {
 	start := time.Now()
 	var (
-		d   Decision
-		idx int
-		err error
+		d     Decision
+		idx   int
+		reply redis.Cmder
+		err   error
 	)
 	if l.useLocal() {
 		d, idx = l.local.decide(l.cfg.Now(), lv)
 	} else {
-		d, idx, err = l.remote(ctx, lv)
+		d, idx, reply, err = l.remote(ctx, lv, read)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				return Decision{}, fmt.Errorf("rate limit: %w", cerr)
+				return Decision{}, nil, fmt.Errorf("rate limit: %w", cerr)
 			}
 			l.enterFallback(err)
 			d, idx = l.local.decide(l.cfg.Now(), lv)
+			reply = nil
 		}
 	}
 	l.m.observe(d, lv[idx].metric, action, time.Since(start))
-	return d, nil
+	return d, reply, nil
 }
 
 // member is unique across daemons (random nonce) and requests (sequence).
@@ -244,7 +266,10 @@ func (l *Limiter) member() string {
 	return l.nonce + strconv.FormatUint(l.seq.Add(1), 36)
 }
 
-func (l *Limiter) remote(ctx context.Context, lv []level) (Decision, int, error) {
+// remote decides on Redis; with read, through lua.RunPipelined, which
+// sends the script and read's commands in one round trip and handles a
+// NOSCRIPT inside the pipeline as Script.Run does outside one.
+func (l *Limiter) remote(ctx context.Context, lv []level, read Read) (Decision, int, redis.Cmder, error) {
 	keys := make([]string, 0, len(lv)+1)
 	args := make([]any, 0, 1+3*len(lv))
 	keys = append(keys, l.promoKey)
@@ -253,17 +278,29 @@ func (l *Limiter) remote(ctx context.Context, lv []level) (Decision, int, error)
 		keys = append(keys, v.key)
 		args = append(args, v.pol.Limit, v.pol.Window.Milliseconds(), v.scale)
 	}
-	var res []int64
+	var (
+		res   []int64
+		reply redis.Cmder
+	)
+	// res and reply are read only after fn returned nil: when withDeadline
+	// gives up on a goroutine, that goroutine's late writes are never read.
 	err := l.withDeadline(ctx, func(ctx context.Context) error {
-		var err error
-		res, err = l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
+		if read == nil {
+			var err error
+			res, err = l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
+			return err
+		}
+		var last redis.Cmder
+		c := lua.RunPipelined(ctx, l.rdb, l.script, keys, args, func(p redis.Pipeliner) { last = read(ctx, p) })
+		r, err := c.Int64Slice()
+		res, reply = r, last
 		return err
 	})
 	if err != nil {
-		return Decision{}, 0, fmt.Errorf("ratelimit.lua: %w", err)
+		return Decision{}, 0, nil, fmt.Errorf("ratelimit.lua: %w", err)
 	}
 	if len(res) != 5 || res[1] < 1 || int(res[1]) > len(lv) {
-		return Decision{}, 0, fmt.Errorf("ratelimit.lua: unexpected reply %v", res)
+		return Decision{}, 0, nil, fmt.Errorf("ratelimit.lua: unexpected reply %v", res)
 	}
 	i := int(res[1]) - 1
 	return Decision{
@@ -273,7 +310,7 @@ func (l *Limiter) remote(ctx context.Context, lv []level) (Decision, int, error)
 		Window:    lv[i].pol.Window,
 		Remaining: int(res[3]),
 		Reset:     time.Duration(res[4]) * time.Millisecond,
-	}, i, nil
+	}, i, reply, nil
 }
 
 // withDeadline runs fn with Config.RedisTimeout as deadline. go-redis

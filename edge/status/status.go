@@ -57,10 +57,13 @@ type Facts struct {
 	HQ             HQFacts
 	Journal        JournalFacts
 	FallbackActive bool
-	LimiterDenied  int64 // requests denied since start
-	Terminals      map[string]time.Time
-	Reconciliation int64         // differences found by the last reconciliation
-	Catalog        *CatalogFacts // nil: not known (then not reported)
+	// FallbackHeldUntil is when the fallback's deliberate hold after Redis
+	// returned ends; zero while Redis does not answer or no hold.
+	FallbackHeldUntil time.Time
+	LimiterDenied     int64 // requests denied since start
+	Terminals         map[string]time.Time
+	Reconciliation    int64         // differences found by the last reconciliation
+	Catalog           *CatalogFacts // nil: not known (then not reported)
 }
 
 // CatalogFacts describe the watch of HQ's item master.
@@ -86,6 +89,8 @@ type RedisFacts struct {
 	// MaxLagSeconds is the largest replication lag the master reports
 	// (seconds since a replica's last ack); 0 when none or unknown.
 	MaxLagSeconds int64
+	// DownReplicas names the replicas the Sentinels see down (host:port).
+	DownReplicas []string
 	// Latency is the fastest of the last probe's calls; 0 when unknown.
 	Latency time.Duration
 }
@@ -114,6 +119,7 @@ type JournalFacts struct {
 	Rows        int64
 	Quarantined int64
 	Unapplied   int64
+	Unappliable []string // flow numbers Redis refused to apply, set aside
 	MaxFlowNo   string
 	Error       string
 }
@@ -211,7 +217,12 @@ type Check struct {
 func Evaluate(f Facts, th Thresholds) Report {
 	r := Report{Version: f.Version, StoreID: f.StoreID, UptimeSeconds: f.UptimeSeconds, Mode: "normal",
 		GeneratedAt: f.Now.UTC().Format(time.RFC3339)}
-	if f.Degraded || (f.DaemonUp && !f.Redis.OK) {
+	switch {
+	case !f.DaemonUp:
+		// Only the daemon knows its mode; the offline report must not
+		// claim "normal" for a store that is not answering at all.
+		r.Mode = "unknown"
+	case f.Degraded || !f.Redis.OK:
 		r.Mode = "degraded"
 	}
 	add := func(name, level, detail, hint string) {
@@ -257,8 +268,12 @@ func Evaluate(f Facts, th Thresholds) Report {
 			add("redis", OK, "master "+f.Redis.Master+" answers and takes writes", "")
 		}
 		if f.Redis.OK && f.Redis.Replicas < f.Redis.WantReplicas {
-			add("replicas", Warn, fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas),
-				"a replica is down or resyncing: check the replica redis-server services")
+			detail := fmt.Sprintf("%d of %d replicas online", f.Redis.Replicas, f.Redis.WantReplicas)
+			if len(f.Redis.DownReplicas) > 0 {
+				detail += "; down: " + strings.Join(f.Redis.DownReplicas, ", ")
+			}
+			add("replicas", Warn, detail,
+				"a replica is down or resyncing: check the redis-server service of the replica named")
 		} else if f.Redis.OK {
 			add("replicas", OK, fmt.Sprintf("%d of %d replicas online%s", f.Redis.Replicas, f.Redis.WantReplicas, lagDetail(f.Redis.MaxLagSeconds)), "")
 		}
@@ -303,9 +318,14 @@ func Evaluate(f Facts, th Thresholds) Report {
 		} else {
 			add("mode", OK, "normal", "")
 		}
-		if f.FallbackActive {
+		switch {
+		case f.FallbackActive && !f.Redis.OK:
 			add("limiter", OK, "local fallback limiter active (Redis unreachable)", "")
-		} else {
+		case f.FallbackActive:
+			// The fallback is held one full window after Redis returns, on
+			// purpose: a flapping Redis must not reset every till's budget.
+			add("limiter", OK, fallbackHold(f.Now, f.FallbackHeldUntil), "")
+		default:
 			add("limiter", OK, fmt.Sprintf("%d requests denied since start", f.LimiterDenied), "")
 		}
 	}
@@ -350,6 +370,10 @@ func Evaluate(f Facts, th Thresholds) Report {
 	if f.Journal.Quarantined > 0 {
 		add("quarantine", Warn, fmt.Sprintf("%d transactions refused by HQ", f.Journal.Quarantined),
 			"list: posedge sync quarantine list; resend: posedge sync quarantine retry")
+	}
+	if n := len(f.Journal.Unappliable); n > 0 {
+		add("unappliable", Warn, fmt.Sprintf("%d transactions Redis cannot apply, set aside: flow %s", n, strings.Join(f.Journal.Unappliable, ", ")),
+			"list: posedge journal quarantine list; after fixing the cause: posedge journal quarantine retry")
 	}
 	if f.Reconciliation > 0 {
 		add("reconciliation", Warn, fmt.Sprintf("%d differences between Redis and the journal corrected", f.Reconciliation),
@@ -452,6 +476,20 @@ func human(d time.Duration) string {
 		return fmt.Sprintf("%dh%dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
 	}
 	return fmt.Sprintf("%dd%dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
+}
+
+// fallbackHold words the fallback held after Redis returned, with the time
+// it has left. The hold is one full window on purpose: a flapping Redis
+// must not hand every till a fresh budget on top of what it spent locally.
+func fallbackHold(now, until time.Time) string {
+	const why = "after Redis returned (deliberate: one full window)"
+	switch {
+	case until.IsZero():
+		return "local fallback limiter held " + why
+	case !until.After(now):
+		return "local fallback limiter's hold " + why + " is over; Redis decides again from the next request"
+	}
+	return "local fallback limiter held " + human((until.Sub(now) + time.Second - 1).Truncate(time.Second)) + " more " + why
 }
 
 // lagDetail describes replication lag, which the contract does not judge:

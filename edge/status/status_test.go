@@ -46,7 +46,7 @@ func TestEveryContractRule(t *testing.T) {
 		{"daemon unreachable", func(f *Facts) {
 			*f = Facts{Now: now, DaemonError: "connection refused", StoreID: "S001",
 				Journal: JournalFacts{Path: "/j.db", DiskFree: 20 << 30, Rows: 10}}
-		}, Crit, "daemon", "normal"},
+		}, Crit, "daemon", "unknown"},
 		{"redis master unreachable", func(f *Facts) {
 			f.Redis.OK, f.Redis.Error, f.Degraded = false, "dial tcp 10.0.0.5:6379: connection refused", true
 		}, Crit, "redis", "degraded"},
@@ -75,6 +75,7 @@ func TestEveryContractRule(t *testing.T) {
 		{"redis memory above 85% of maxmemory", func(f *Facts) { f.Redis.UsedMemory = 450 << 20 }, Warn, "redis_memory", "normal"},
 		{"journal over its quota", func(f *Facts) { f.Journal.SizeBytes = 3 << 30 }, Warn, "journal_quota", "normal"},
 		{"quarantined messages", func(f *Facts) { f.Journal.Quarantined = 2 }, Warn, "quarantine", "normal"},
+		{"transactions redis cannot apply", func(f *Facts) { f.Journal.Unappliable = []string{"2000000000000007"} }, Warn, "unappliable", "normal"},
 		{"reconciliation differences", func(f *Facts) { f.Reconciliation = 1 }, Warn, "reconciliation", "normal"},
 		{"journal unreadable", func(f *Facts) { f.Journal.Error = "database disk image is malformed" }, Crit, "journal", "normal"},
 		{"catalog watch down longer than catalog_stale_after", func(f *Facts) {
@@ -300,6 +301,51 @@ func TestCatalogObject(t *testing.T) {
 			}
 			if got := string(m["catalog"]); got != tc.want {
 				t.Errorf("catalog %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// What a technician must act on is named: the replica that is down, and
+// a fallback limiter still held after Redis returned is called deliberate
+// rather than blamed on an unreachable Redis.
+func TestStatusNamesWhatIsWrong(t *testing.T) {
+	th := Thresholds{WarnFreeBytes: 1, CritFreeBytes: 1, BacklogCritAge: time.Hour}
+	detail := func(r Report, name string) string {
+		for _, c := range r.Checks {
+			if c.Name == name {
+				return c.Detail
+			}
+		}
+		t.Fatalf("no %s check in %+v", name, r.Checks)
+		return ""
+	}
+	cases := []struct {
+		name, check, want string
+		set               func(*Facts)
+	}{
+		{"down replica named", "replicas", "down: 10.0.0.7:6379", func(f *Facts) {
+			f.Redis.Replicas, f.Redis.DownReplicas = 1, []string{"10.0.0.7:6379"}
+		}},
+		{"fallback held after Redis returned", "limiter", "held 42s more after Redis returned (deliberate: one full window)", func(f *Facts) {
+			f.FallbackActive, f.FallbackHeldUntil = true, f.Now.Add(41*time.Second+300*time.Millisecond)
+		}},
+		{"fallback hold of unknown end", "limiter", "held after Redis returned (deliberate", func(f *Facts) {
+			f.FallbackActive = true
+		}},
+		{"fallback hold over, no request since", "limiter", "is over; Redis decides again from the next request", func(f *Facts) {
+			f.FallbackActive, f.FallbackHeldUntil = true, f.Now.Add(-time.Second)
+		}},
+		{"fallback while Redis is down", "limiter", "Redis unreachable", func(f *Facts) {
+			f.FallbackActive, f.Redis.OK, f.Degraded = true, false, true
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := healthy()
+			c.set(&f)
+			if d := detail(Evaluate(f, th), c.check); !strings.Contains(d, c.want) {
+				t.Fatalf("%s detail %q, want it to contain %q", c.check, d, c.want)
 			}
 		})
 	}

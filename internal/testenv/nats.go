@@ -18,6 +18,7 @@ type NATS struct {
 	Port int
 	Dir  string
 	srv  *server.Server
+	conf string // a nats-server config file (accounts, users); "" = none
 }
 
 // StartNATS starts the server and stops it with the test.
@@ -53,10 +54,16 @@ func (n *NATS) start() error {
 	if n.srv != nil && n.srv.Running() {
 		return nil
 	}
-	srv, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: n.Port, JetStream: true, StoreDir: n.Dir,
-		NoSigs: true, NoLog: true, MaxPayload: 1 << 20,
-	})
+	opts := &server.Options{}
+	if n.conf != "" {
+		var err error
+		if opts, err = server.ProcessConfigFile(n.conf); err != nil {
+			return fmt.Errorf("config %s: %w", n.conf, err)
+		}
+	}
+	opts.Host, opts.Port, opts.JetStream, opts.StoreDir = "127.0.0.1", n.Port, true, n.Dir
+	opts.NoSigs, opts.NoLog, opts.MaxPayload = true, true, 1<<20
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,8 @@ type Postgres struct {
 	Port int
 	Dir  string
 	bin  string
+	data string   // PGDATA
+	opts string   // server options
 	as   []string // command prefix running a binary as the postgres user
 	dbs  atomic.Int64
 }
@@ -51,6 +53,7 @@ func StartPostgres(t testing.TB) *Postgres {
 		}
 	}
 	data := filepath.Join(dir, "data")
+	p.data = data
 	if out, err := p.cmd("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
 		"--no-locale", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
@@ -61,17 +64,33 @@ func StartPostgres(t testing.TB) *Postgres {
 		"-c", "fsync=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "shared_buffers=64MB",
 	}, " ")
-	if out, err := p.cmd("pg_ctl", "-D", data, "-l", filepath.Join(dir, "postgres.log"), "-w", "-t", "120",
-		"-o", opts, "start").CombinedOutput(); err != nil {
-		log, _ := os.ReadFile(filepath.Join(dir, "postgres.log"))
-		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
-	}
+	p.opts = opts
+	p.Start(t)
 	t.Cleanup(func() {
 		if out, err := p.cmd("pg_ctl", "-D", data, "-m", "immediate", "-w", "-t", "60", "stop").CombinedOutput(); err != nil {
 			t.Logf("pg_ctl stop: %v\n%s", err, out)
 		}
 	})
 	return p
+}
+
+// Start starts the server (again, after Stop) on its port and data.
+func (p *Postgres) Start(t testing.TB) {
+	t.Helper()
+	if out, err := p.cmd("pg_ctl", "-D", p.data, "-l", filepath.Join(p.Dir, "postgres.log"), "-w", "-t", "120",
+		"-o", p.opts, "start").CombinedOutput(); err != nil {
+		log, _ := os.ReadFile(filepath.Join(p.Dir, "postgres.log"))
+		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+}
+
+// Stop stops the server at once ("immediate": no checkpoint, clients cut
+// off, crash recovery on the next Start), as a crash or a failover does.
+func (p *Postgres) Stop(t testing.TB) {
+	t.Helper()
+	if out, err := p.cmd("pg_ctl", "-D", p.data, "-m", "immediate", "-w", "-t", "60", "stop").CombinedOutput(); err != nil {
+		t.Fatalf("pg_ctl stop: %v\n%s", err, out)
+	}
 }
 
 // postgresBin finds the newest installed version's binaries.

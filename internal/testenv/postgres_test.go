@@ -50,3 +50,31 @@ func TestStartPostgres(t *testing.T) {
 		t.Fatalf("NewDatabase returned a URL twice: %s", url)
 	}
 }
+
+func TestPostgresStopStartKeepsCommittedRows(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (x int); INSERT INTO t VALUES (1), (2)"); err != nil {
+		t.Fatal(err)
+	}
+	pg.Stop(t)
+	if err := conn.Ping(ctx); err == nil {
+		t.Fatal("connection still answers after Stop")
+	}
+	conn.Close(ctx)
+	pg.Start(t)
+	conn, err = pgx.Connect(ctx, pg.URL())
+	if err != nil {
+		t.Fatalf("connect after Start: %v", err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil || n != 2 {
+		t.Fatalf("rows after restart = %d, %v; want 2", n, err)
+	}
+}

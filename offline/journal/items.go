@@ -34,9 +34,7 @@ func (j *Journal) PutItem(ctx context.Context, it Item) error {
 func (j *Journal) Item(ctx context.Context, barcode string) (*Item, error) {
 	var it Item
 	var at string
-	err := j.r.QueryRowContext(ctx, `SELECT i.barcode, i.name, i.price_cents, i.stock, i.updated_at, COALESCE(c.active, 1)
-		FROM items i LEFT JOIN catalog c ON c.barcode = i.barcode WHERE i.barcode = ?`, barcode).
-		Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Stock, &at, &it.Active)
+	err := j.st.item.QueryRowContext(ctx, barcode).Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Stock, &at, &it.Active)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

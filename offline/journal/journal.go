@@ -91,6 +91,7 @@ type Journal struct {
 	r    *sql.DB // readers; WAL lets them run beside the writer
 	log  *slog.Logger
 	opt  Options
+	st   *stmts
 
 	reqs    chan *writeReq
 	stop    chan struct{}
@@ -137,6 +138,10 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open journal %s: %w", path, err)
 		}
+		if j.st, err = prepareStmts(ctx, r, nil); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("open journal %s: %w", path, err)
+		}
 		j.r = r
 		close(j.stopped)
 		return j, nil
@@ -163,6 +168,11 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal readers %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
+	if j.st, err = prepareStmts(ctx, r, w); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
 	j.w, j.r = w, r
 	go j.writer()
 	return j, nil
@@ -175,7 +185,7 @@ func (j *Journal) Path() string { return j.path }
 func (j *Journal) Close() error {
 	j.once.Do(func() { close(j.stop) })
 	<-j.stopped
-	var errs []error
+	errs := []error{j.st.close()}
 	if j.w != nil {
 		errs = append(errs, j.w.Close())
 	}
@@ -236,7 +246,7 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 `
 
 func migrate(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, schema+catalogSchema+adjustmentsSchema)
+	_, err := db.ExecContext(ctx, schema+unappliableSchema+catalogSchema+adjustmentsSchema)
 	return err
 }
 
@@ -312,19 +322,20 @@ func (j *Journal) commit(batch []*writeReq) {
 		return
 	}
 	results := make([]error, len(batch))
+	savepoint, release := tx.Stmt(j.st.savepoint), tx.Stmt(j.st.releaseSavepoint)
 	for i, r := range batch {
 		if r.ctx.Err() != nil {
 			results[i] = r.ctx.Err()
 			continue
 		}
-		if _, err := tx.Exec("SAVEPOINT w"); err != nil {
+		if _, err := savepoint.Exec(); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("%w: savepoint: %v", ErrUnavailable, err))
 			return
 		}
 		if err := r.fn(tx); err != nil {
 			results[i] = classify(err)
-			if _, rerr := tx.Exec("ROLLBACK TO w"); rerr != nil {
+			if _, rerr := tx.Stmt(j.st.rollbackTo).Exec(); rerr != nil {
 				// SQLite already rolled the whole transaction back (it does
 				// on SQLITE_FULL and I/O errors): nothing of this batch is
 				// durable; say why in the request's own words.
@@ -333,7 +344,7 @@ func (j *Journal) commit(batch []*writeReq) {
 				return
 			}
 		}
-		if _, err := tx.Exec("RELEASE w"); err != nil {
+		if _, err := release.Exec(); err != nil {
 			tx.Rollback()
 			fail(fmt.Errorf("%w: release savepoint: %v", ErrUnavailable, err))
 			return

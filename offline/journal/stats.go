@@ -21,7 +21,10 @@ type Stats struct {
 	LastAckedAt  *time.Time `json:"last_acked_at"`
 	Quarantined  int64      `json:"quarantined"`
 	Unapplied    int64      `json:"unapplied"`
-	MaxFlowNo    string     `json:"max_flow_no"`
+	// Unappliable counts transactions Redis refused to apply (set aside;
+	// see SetUnappliable).
+	Unappliable int64  `json:"unappliable"`
+	MaxFlowNo   string `json:"max_flow_no"`
 }
 
 // Stats reads the journal's figures.
@@ -41,8 +44,9 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 		(SELECT MAX(acked_at) FROM txns WHERE state = 'acked'),
 		(SELECT COUNT(*) FROM txns WHERE state = 'quarantined'),
 		(SELECT COUNT(*) FROM txns WHERE applied = 0),
+		(SELECT COUNT(*) FROM unappliable),
 		(SELECT MAX(flow_no) FROM txns)`).
-		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &acked, &s.Quarantined, &s.Unapplied, &maxFlow)
+		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &acked, &s.Quarantined, &s.Unapplied, &s.Unappliable, &maxFlow)
 	if err != nil {
 		return s, fmt.Errorf("read journal stats: %w", err)
 	}

@@ -21,17 +21,14 @@ func (j *Journal) Append(ctx context.Context, t Txn) error {
 		t.Mode = ModeNormal
 	}
 	err := j.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.Exec(`INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind,
-			original_flow_no, tender, total_cents, business_day, business_hour, created_at, body, mode,
-			applied, state, journaled_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
-			t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
+		if _, err := tx.Stmt(j.st.insertTxn).Exec(t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
 			t.TotalCents, t.BusinessDay, t.BusinessHour, ts(t.CreatedAt), t.Body, t.Mode, boolInt(t.Applied),
 			t.State, ts(time.Now())); err != nil {
 			return err
 		}
+		ins := tx.Stmt(j.st.insertLine)
 		for i, l := range t.Lines {
-			if _, err := tx.Exec(`INSERT INTO txn_lines (flow_no, n, barcode, qty, price_cents) VALUES (?,?,?,?,?)`,
-				t.FlowNo, i, l.Barcode, l.Qty, l.PriceCents); err != nil {
+			if _, err := ins.Exec(t.FlowNo, i, l.Barcode, l.Qty, l.PriceCents); err != nil {
 				return err
 			}
 		}
@@ -65,8 +62,8 @@ func scanTxn(row interface{ Scan(...any) error }) (Txn, error) {
 	return t, err
 }
 
-func (j *Journal) one(ctx context.Context, where string, args ...any) (*Txn, error) {
-	t, err := scanTxn(j.r.QueryRowContext(ctx, `SELECT `+txnCols+` FROM txns WHERE `+where, args...))
+func (j *Journal) one(ctx context.Context, q *sql.Stmt, args ...any) (*Txn, error) {
+	t, err := scanTxn(q.QueryRowContext(ctx, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -80,7 +77,7 @@ func (j *Journal) one(ctx context.Context, where string, args ...any) (*Txn, err
 }
 
 func (j *Journal) lines(ctx context.Context, flowNo string) ([]Line, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT barcode, qty, price_cents FROM txn_lines WHERE flow_no = ? ORDER BY n`, flowNo)
+	rows, err := j.st.lines.QueryContext(ctx, flowNo)
 	if err != nil {
 		return nil, fmt.Errorf("read lines of %s: %w", flowNo, err)
 	}
@@ -99,12 +96,12 @@ func (j *Journal) lines(ctx context.Context, flowNo string) ([]Line, error) {
 // ByKey is the transaction a terminal journaled under an idempotency key,
 // or nil.
 func (j *Journal) ByKey(ctx context.Context, terminalID, key string) (*Txn, error) {
-	return j.one(ctx, `terminal_id = ? AND idem_key = ?`, terminalID, key)
+	return j.one(ctx, j.st.byKey, terminalID, key)
 }
 
 // ByFlow is the transaction with a flow number, or nil.
 func (j *Journal) ByFlow(ctx context.Context, flowNo string) (*Txn, error) {
-	return j.one(ctx, `flow_no = ?`, flowNo)
+	return j.one(ctx, j.st.byFlow, flowNo)
 }
 
 // RefundedQty sums, per barcode, what refunds already took back from a sale.
@@ -229,7 +226,7 @@ const metaSentThrough = "outbox_sent_through"
 // is gone (pruned, its rowid free for reuse), which no longer counts.
 func (j *Journal) MarkSentThrough(ctx context.Context, rowID int64, flowNo string) error {
 	return j.write(ctx, func(tx *sql.Tx) error {
-		cur, err := sentThrough(ctx, tx)
+		cur, err := sentThrough(tx.QueryRowContext(ctx, sentThroughQuery, metaSentThrough))
 		if err != nil || cur >= rowID {
 			return err
 		}
@@ -239,15 +236,17 @@ func (j *Journal) MarkSentThrough(ctx context.Context, rowID int64, flowNo strin
 	})
 }
 
-// sentThrough reads MarkSentThrough's mark: 0 when unset, or when its row
-// is gone.
-func sentThrough(ctx context.Context, q interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}) (int64, error) {
-	var rowID int64
-	err := q.QueryRowContext(ctx, `SELECT t.rowid FROM meta m JOIN txns t
+// sentThroughQuery reads MarkSentThrough's mark, with metaSentThrough
+// as its argument.
+const sentThroughQuery = `SELECT t.rowid FROM meta m JOIN txns t
 		ON t.rowid = CAST(m.v AS INTEGER) AND t.flow_no = substr(m.v, instr(m.v, ' ') + 1)
-		WHERE m.k = ?`, metaSentThrough).Scan(&rowID)
+		WHERE m.k = ?`
+
+// sentThrough scans sentThroughQuery's row: 0 when the mark is unset, or
+// when its row is gone.
+func sentThrough(row *sql.Row) (int64, error) {
+	var rowID int64
+	err := row.Scan(&rowID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -281,11 +280,11 @@ func (j *Journal) Outbox(ctx context.Context, limit, maxBytes int) ([]Outgoing, 
 // replay reads its next batch while the previous one's acks are being
 // recorded.
 func (j *Journal) OutboxAfter(ctx context.Context, afterRowID int64, limit, maxBytes int) ([]Outgoing, error) {
-	sent, err := sentThrough(ctx, j.r)
+	sent, err := sentThrough(j.st.sentThrough.QueryRowContext(ctx, metaSentThrough))
 	if err != nil {
 		return nil, err
 	}
-	rows, err := j.r.QueryContext(ctx, outboxQuery, afterRowID, limit)
+	rows, err := j.st.outbox.QueryContext(ctx, afterRowID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read outbox: %w", err)
 	}

@@ -2,12 +2,14 @@ package hq
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/posedge/posedge/internal/httpguard"
+	"github.com/posedge/posedge/internal/jsonhttp"
 )
 
 // Readiness tells why the receiver is not consuming yet, or nil.
@@ -30,10 +32,11 @@ func NewAdminHandler(store Store, recv Readiness, metrics *Metrics, log *slog.Lo
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
 	mux.HandleFunc("GET /v1/stores/{store_id}/watermark", a.watermark)
 	mux.HandleFunc("GET /v1/completeness", a.completeness)
+	mux.HandleFunc("GET /v1/stores/{store_id}/quarantine", a.quarantine)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such path")
 	})
-	return mux
+	return httpguard.CleanPaths(mux)
 }
 
 type admin struct {
@@ -75,6 +78,22 @@ func (a *admin) watermark(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wm)
 }
 
+// quarantine lists the store's quarantined transactions (docs/hq-sync.md).
+func (a *admin) quarantine(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("store_id")
+	if !storeIDPattern.MatchString(id) {
+		writeError(w, http.StatusBadRequest, "invalid_store_id", "store ID must be 1-32 of [A-Za-z0-9_-]")
+		return
+	}
+	qs, err := a.store.Quarantined(r.Context(), id)
+	if err != nil {
+		a.log.Error("quarantine", "store_id", id, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database did not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"store_id": id, "quarantined": qs})
+}
+
 func (a *admin) completeness(w http.ResponseWriter, r *http.Request) {
 	rep, err := a.store.Completeness(r.Context(), time.Now())
 	if err != nil {
@@ -85,12 +104,7 @@ func (a *admin) completeness(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, rep)
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
+func writeJSON(w http.ResponseWriter, status int, v any) { jsonhttp.Write(w, status, v) }
 func writeError(w http.ResponseWriter, status int, code, msg string) {
-	writeJSON(w, status, map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	jsonhttp.Error(w, status, code, msg)
 }

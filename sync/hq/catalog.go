@@ -86,8 +86,9 @@ func NewCatalog(cfg Config, js jetstream.JetStream) *Catalog {
 }
 
 // catalogReplicas is how many copies the bucket keeps: as many as the
-// transaction stream, which is a single one on this branch's config.
-func (c Config) catalogReplicas() int { return 1 }
+// transaction stream (stream_replicas), so the item master survives what
+// the transactions survive; at least one.
+func (c Config) catalogReplicas() int { return max(1, c.StreamReplicas) }
 
 // Bucket opens (creating if needed) the key-value bucket.
 func (c *Catalog) Bucket(ctx context.Context) (jetstream.KeyValue, error) {

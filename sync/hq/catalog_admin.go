@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/posedge/posedge/internal/strictjson"
 )
 
 const (
@@ -135,37 +137,23 @@ func decodeCatalogPut(b []byte) (string, CatalogItem, *CatalogFieldError) {
 	return storeID, it, nil
 }
 
+// catalogPutFields are the keys of a catalog PUT body.
+var catalogPutFields = &strictjson.Fields{Names: []string{"name", "price_cents", "active", "store_id"}}
+
 // strictObject splits a JSON object into its fields, refusing duplicate
-// keys (which encoding/json would silently merge) and trailing data.
+// keys (which encoding/json would silently merge), keys equal but for
+// case and trailing data (internal/strictjson).
 func strictObject(b []byte) (map[string]json.RawMessage, *CatalogFieldError) {
 	bad := func(msg string) *CatalogFieldError { return &CatalogFieldError{"invalid_json", msg} }
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	tok, err := d.Token()
-	if err != nil || tok != json.Delim('{') {
-		return nil, bad("the body must be a JSON object")
-	}
-	out := map[string]json.RawMessage{}
-	for d.More() {
-		tok, err := d.Token()
-		if err != nil {
-			return nil, bad("malformed JSON: " + err.Error())
+	if err := strictjson.Check(b, catalogPutFields); err != nil {
+		if errors.Is(err, strictjson.ErrKeyCase) {
+			return nil, &CatalogFieldError{"unknown_field", err.Error()}
 		}
-		name, _ := tok.(string)
-		var raw json.RawMessage
-		if err := d.Decode(&raw); err != nil {
-			return nil, bad("malformed JSON: " + err.Error())
-		}
-		if _, dup := out[name]; dup {
-			return nil, bad(fmt.Sprintf("duplicate key %q", name))
-		}
-		out[name] = raw
-	}
-	if _, err := d.Token(); err != nil {
 		return nil, bad("malformed JSON: " + err.Error())
 	}
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return nil, bad("trailing data after the JSON object")
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(b, &out); err != nil || out == nil {
+		return nil, bad("the body must be a JSON object")
 	}
 	return out, nil
 }

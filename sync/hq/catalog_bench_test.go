@@ -12,6 +12,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // BenchmarkCatalogImport50k imports a price list of 50,000 items into a
@@ -32,7 +33,7 @@ func BenchmarkCatalogImport50k(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	f, _ := os.Open(path)
-	rows, err := hq.ParseCatalogCSV(f, hq.DefaultMaxSaleCents)
+	rows, err := hq.ParseCatalogCSV(f, wire.DefaultMaxSaleCents)
 	f.Close()
 	if err != nil || len(rows) != items {
 		b.Fatalf("parse: %d rows, %v", len(rows), err)

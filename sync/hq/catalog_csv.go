@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/posedge/posedge/internal/natsurl"
 )
 
 // CatalogRow is one row of a price list: the entry of one key.
@@ -106,7 +108,7 @@ func ImportCatalogFile(ctx context.Context, cfg Config, path string, out io.Writ
 	_, err = cat.Bucket(octx)
 	cancel()
 	if err != nil {
-		return ImportSummary{}, fmt.Errorf("%w (is NATS at %s reachable?)", err, redactNATSURL(cfg.NATSURL))
+		return ImportSummary{}, fmt.Errorf("%w (is NATS at %s reachable?)", err, natsurl.Redact(cfg.NATSURL))
 	}
 	return cat.Import(ctx, rows, func(p ImportProgress) {
 		fmt.Fprintf(out, "catalog import: %d/%d rows, %d written, %d unchanged\n", p.Rows, p.Total, p.Written, p.Unchanged)

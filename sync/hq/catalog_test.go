@@ -19,6 +19,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 func newCatalog(t *testing.T) (*hq.Catalog, jetstream.KeyValue, hq.Config) {
@@ -164,7 +165,7 @@ func TestParseCatalogCSV(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rows, err := hq.ParseCatalogCSV(strings.NewReader(tc.csv), hq.DefaultMaxSaleCents)
+			rows, err := hq.ParseCatalogCSV(strings.NewReader(tc.csv), wire.DefaultMaxSaleCents)
 			switch {
 			case tc.err == "" && err != nil:
 				t.Fatalf("err = %v", err)

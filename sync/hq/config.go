@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -15,6 +14,8 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -29,12 +30,9 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultSilentAfter     = 5 * time.Minute
 	DefaultAckWait         = 30 * time.Second
+	DefaultStreamReplicas  = 1
 	DefaultCatalogBucket   = "POS_CATALOG"
-	DefaultMaxSaleCents    = 100_000_000_000
 	maxBatchSize           = 10000
-	// maxCents bounds max_sale_cents as the terminal API bounds one
-	// amount, so no sum of a sale can overflow int64.
-	maxCents = 1_000_000_000_000
 )
 
 // ErrNoConfig means the config file does not exist (as opposed to
@@ -49,18 +47,31 @@ type Config struct {
 	Stream          string
 	SubjectPrefix   string
 	DuplicateWindow time.Duration
+	StreamReplicas  int    // copies of the stream in a JetStream cluster: 1, 3 or 5
 	Database        string // sqlite://PATH or postgres://…
 	AdminListen     string
+	AdminTokenFile  string   // bearer token of the admin API; required unless AdminListen is loopback
+	AdminTLS        AdminTLS // optional TLS of the admin listener
 	BatchSize       int
 	SilentAfter     time.Duration
 	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
 	CatalogBucket   string        // JetStream key-value bucket of the item master
-	MaxSaleCents    int64         // largest price the catalog accepts, as the stores' max_sale_cents
+
+	// MaxSaleCents bounds every price, line and total of a stored
+	// transaction; a message above it is quarantined (docs/hq-sync.md).
+	// It is also the largest price the catalog accepts.
+	MaxSaleCents int64
 }
 
 // TLSConfig is the optional TLS setup of the NATS connection.
 type TLSConfig struct {
 	CAFile   string
+	CertFile string
+	KeyFile  string
+}
+
+// AdminTLS is the optional certificate of the admin listener.
+type AdminTLS struct {
 	CertFile string
 	KeyFile  string
 }
@@ -72,13 +83,14 @@ func DefaultConfig() Config {
 		Stream:          wire.DefaultStream,
 		SubjectPrefix:   wire.DefaultSubjectPrefix,
 		DuplicateWindow: DefaultDuplicateWindow,
+		StreamReplicas:  DefaultStreamReplicas,
 		Database:        DefaultDatabase,
 		AdminListen:     DefaultAdminListen,
 		BatchSize:       DefaultBatchSize,
 		SilentAfter:     DefaultSilentAfter,
 		AckWait:         DefaultAckWait,
 		CatalogBucket:   DefaultCatalogBucket,
-		MaxSaleCents:    DefaultMaxSaleCents,
+		MaxSaleCents:    wire.DefaultMaxSaleCents,
 	}
 }
 
@@ -91,15 +103,22 @@ type fileConfig struct {
 	Stream          *string        `yaml:"stream"`
 	SubjectPrefix   *string        `yaml:"subject_prefix"`
 	DuplicateWindow *string        `yaml:"duplicate_window"`
+	StreamReplicas  *string        `yaml:"stream_replicas"`
 	Database        *string        `yaml:"database"`
 	Admin           *struct {
-		Listen *string `yaml:"listen"`
+		Listen    *string `yaml:"listen"`
+		TokenFile *string `yaml:"token_file"`
+		TLS       *struct {
+			CertFile *string `yaml:"cert_file"`
+			KeyFile  *string `yaml:"key_file"`
+		} `yaml:"tls"`
 	} `yaml:"admin"`
 	BatchSize     *string `yaml:"batch_size"`
 	SilentAfter   *string `yaml:"silent_after"`
 	AckWait       *string `yaml:"ack_wait"`
 	CatalogBucket *string `yaml:"catalog_bucket"`
-	MaxSaleCents  *string `yaml:"max_sale_cents"`
+
+	MaxSaleCents *string `yaml:"max_sale_cents"`
 }
 
 type fileTLSConfig struct {
@@ -164,22 +183,20 @@ func LoadConfig(path string) (Config, error) {
 	return ParseConfig(path, data)
 }
 
-var yamlPos = regexp.MustCompile(`^\[(\d+):(\d+)\] (.*)$`)
-
 // ParseConfig parses and validates config data; file names it in errors.
 func ParseConfig(file string, data []byte) (Config, error) {
 	var fc fileConfig
 	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.Strict()); err != nil {
 		// goccy/go-yaml errors are "[line:col] message" followed by the
-		// source; keep the first line in the usual file:line:col form.
-		msg, _, _ := strings.Cut(err.Error(), "\n")
-		if m := yamlPos.FindStringSubmatch(msg); m != nil {
-			msg = m[3]
+		// source, which may show a secret next to the typo: keep the
+		// position and the message only, in the usual file:line:col form.
+		line, col, msg := secret.YAMLError(err, data)
+		if line > 0 {
 			if strings.Contains(msg, "cannot unmarshal") {
 				msg = "wrong type of value: " + msg
 			}
 			return Config{}, &ValidationError{Problems: []*ConfigError{{
-				File: fmt.Sprintf("%s:%s:%s", file, m[1], m[2]), Err: errors.New(msg)}}}
+				File: fmt.Sprintf("%s:%d:%d", file, line, col), Err: errors.New(msg)}}}
 		}
 		return Config{}, &ValidationError{Problems: []*ConfigError{{File: file, Err: errors.New(msg)}}}
 	}
@@ -203,6 +220,11 @@ func ParseConfig(file string, data []byte) (Config, error) {
 	str(&c.CatalogBucket, fc.CatalogBucket)
 	if fc.Admin != nil {
 		str(&c.AdminListen, fc.Admin.Listen)
+		str(&c.AdminTokenFile, fc.Admin.TokenFile)
+		if fc.Admin.TLS != nil {
+			str(&c.AdminTLS.CertFile, fc.Admin.TLS.CertFile)
+			str(&c.AdminTLS.KeyFile, fc.Admin.TLS.KeyFile)
+		}
 	}
 	v.duration(&c.DuplicateWindow, "duplicate_window", fc.DuplicateWindow, time.Second, 0)
 	v.duration(&c.SilentAfter, "silent_after", fc.SilentAfter, time.Second, 0)
@@ -223,10 +245,21 @@ func ParseConfig(file string, data []byte) (Config, error) {
 		switch {
 		case err != nil:
 			v.add("max_sale_cents", *fc.MaxSaleCents, errors.New("not a whole number of cents"))
-		case n < 1 || n > maxCents:
-			v.add("max_sale_cents", *fc.MaxSaleCents, fmt.Errorf("must be between 1 and %d", int64(maxCents)))
+		case n < 1 || n > wire.MaxSaleCentsLimit:
+			v.add("max_sale_cents", *fc.MaxSaleCents, fmt.Errorf("must be between 1 and %d", wire.MaxSaleCentsLimit))
 		default:
 			c.MaxSaleCents = n
+		}
+	}
+	if fc.StreamReplicas != nil {
+		n, err := strconv.Atoi(strings.TrimSpace(*fc.StreamReplicas))
+		switch {
+		case err != nil:
+			v.add("stream_replicas", *fc.StreamReplicas, errors.New("not a whole number"))
+		case n != 1 && n != 3 && n != 5:
+			v.add("stream_replicas", *fc.StreamReplicas, errors.New("must be 1, 3 or 5 (an odd number, for a quorum; 3 or 5 need a JetStream cluster of at least as many servers)"))
+		default:
+			c.StreamReplicas = n
 		}
 	}
 	c.validate(&v)
@@ -268,21 +301,8 @@ var (
 )
 
 func (c *Config) validate(v *validator) {
-	if c.NATSURL == "" {
-		v.add("nats_url", "", errors.New(`required (e.g. "nats://hq.example:4222")`))
-	} else {
-		for _, u := range strings.Split(c.NATSURL, ",") {
-			pu, err := url.Parse(strings.TrimSpace(u))
-			if err != nil || pu.Host == "" {
-				v.add("nats_url", redactNATSURL(c.NATSURL), errors.New(`not a NATS URL (e.g. "nats://hq.example:4222")`))
-				break
-			}
-			switch pu.Scheme {
-			case "nats", "tls", "ws", "wss":
-			default:
-				v.add("nats_url", redactNATSURL(c.NATSURL), fmt.Errorf("unsupported scheme %q: use nats://, tls://, ws:// or wss://", pu.Scheme))
-			}
-		}
+	if err := natsurl.Check(c.NATSURL); err != nil {
+		v.add("nats_url", natsurl.Redact(c.NATSURL), err)
 	}
 	v.file0("creds_file", c.CredsFile)
 	v.file0("tls.ca_file", c.TLS.CAFile)
@@ -308,6 +328,45 @@ func (c *Config) validate(v *validator) {
 	} else if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
 		v.add("admin.listen", c.AdminListen, errors.New("bad port"))
 	}
+	switch {
+	case c.AdminTokenFile != "":
+		if _, err := secret.ReadToken(c.AdminTokenFile); err != nil {
+			v.add("admin.token_file", "", err)
+		}
+	case !isLoopback(c.AdminListen) && validHostPort(c.AdminListen):
+		v.add("admin.token_file", "", fmt.Errorf("required because admin.listen %q is not a loopback address", c.AdminListen))
+	}
+	v.file0("admin.tls.cert_file", c.AdminTLS.CertFile)
+	v.file0("admin.tls.key_file", c.AdminTLS.KeyFile)
+	if (c.AdminTLS.CertFile == "") != (c.AdminTLS.KeyFile == "") {
+		v.add("admin.tls", "", errors.New("cert_file and key_file go together: set both or neither"))
+	}
+}
+
+// AdminToken reads admin.token_file; "" when none is set.
+func (c *Config) AdminToken() (string, error) {
+	if c.AdminTokenFile == "" {
+		return "", nil
+	}
+	return secret.ReadToken(c.AdminTokenFile)
+}
+
+func validHostPort(s string) bool {
+	_, _, err := net.SplitHostPort(s)
+	return err == nil
+}
+
+// isLoopback reports whether a host:port listens on loopback only.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // file0 checks that an optional file setting names a readable file.
@@ -378,23 +437,6 @@ func ParseDatabaseURL(s string) (DatabaseURL, error) {
 	}
 }
 
-// userinfoPassword matches the password of a URL's user info.
-var userinfoPassword = regexp.MustCompile(`^([A-Za-z][A-Za-z0-9+.-]*://[^:/@]*):[^@/]*@`)
-
-// redactURL hides a password in a database URL before it is printed.
-func redactURL(s string) string {
-	return userinfoPassword.ReplaceAllString(s, "${1}:xxxxx@")
-}
-
-// natsUserinfo matches the user info of a NATS URL: a user and password
-// or a token, secret either way.
-var natsUserinfo = regexp.MustCompile(`^(\s*[A-Za-z][A-Za-z0-9+.-]*://)[^@/]*@`)
-
-// redactNATSURL hides the credentials in a (comma-separated) NATS URL.
-func redactNATSURL(s string) string {
-	parts := strings.Split(s, ",")
-	for i, p := range parts {
-		parts[i] = natsUserinfo.ReplaceAllString(p, "${1}xxxxx@")
-	}
-	return strings.Join(parts, ",")
-}
+// redactURL hides the credentials of a database or NATS URL (or a
+// comma-separated list of them) before it is printed.
+func redactURL(s string) string { return secret.RedactURLs(s) }

@@ -25,7 +25,8 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	if c.Stream != "POS_TXN" || c.SubjectPrefix != "pos.txn" || c.DuplicateWindow != 2*time.Minute ||
 		c.Database != "sqlite:///var/lib/posedge-hq/hq.db" || c.AdminListen != "127.0.0.1:8090" ||
-		c.BatchSize != 256 || c.SilentAfter != 5*time.Minute || c.AckWait != 30*time.Second {
+		c.BatchSize != 256 || c.SilentAfter != 5*time.Minute || c.AckWait != 30*time.Second || c.MaxSaleCents != 100_000_000_000 ||
+		c.StreamReplicas != 1 {
 		t.Fatalf("defaults = %+v", c)
 	}
 }
@@ -35,6 +36,7 @@ func TestLoadConfigFull(t *testing.T) {
 	for _, f := range []string{"hq.creds", "ca.pem", "cert.pem", "key.pem"} {
 		os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o600)
 	}
+	os.WriteFile(filepath.Join(dir, "admin.token"), []byte(strings.Repeat("t", 40)+"\n"), 0o600)
 	path := filepath.Join(dir, "hq.yaml")
 	os.WriteFile(path, []byte(`
 nats_url: "tls://hq1.example:4222,tls://hq2.example:4222"
@@ -43,19 +45,25 @@ tls: {ca_file: "`+dir+`/ca.pem", cert_file: "`+dir+`/cert.pem", key_file: "`+dir
 stream: "POS_TXN_EU"
 subject_prefix: "eu.pos.txn"
 duplicate_window: "10m"
+stream_replicas: 3
 database: "postgres://hq:secret@db.example:5432/hq?sslmode=verify-full"
-admin: {listen: "0.0.0.0:9000"}
+admin: {listen: "0.0.0.0:9000", token_file: "`+dir+`/admin.token", tls: {cert_file: "`+dir+`/cert.pem", key_file: "`+dir+`/key.pem"}}
 batch_size: 500
 silent_after: "15m"
 ack_wait: "45s"
+max_sale_cents: 1000000000000000
 `), 0o644)
 	c, err := hq.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if c.MaxSaleCents != 1_000_000_000_000_000 {
+		t.Fatalf("max_sale_cents = %d, want the largest allowed", c.MaxSaleCents)
+	}
 	if c.TLS.CertFile != dir+"/cert.pem" || c.Stream != "POS_TXN_EU" || c.SubjectPrefix != "eu.pos.txn" ||
-		c.DuplicateWindow != 10*time.Minute || c.AdminListen != "0.0.0.0:9000" || c.BatchSize != 500 ||
-		c.SilentAfter != 15*time.Minute || c.AckWait != 45*time.Second || !strings.HasPrefix(c.Database, "postgres://") {
+		c.DuplicateWindow != 10*time.Minute || c.StreamReplicas != 3 || c.AdminListen != "0.0.0.0:9000" || c.BatchSize != 500 ||
+		c.SilentAfter != 15*time.Minute || c.AckWait != 45*time.Second || !strings.HasPrefix(c.Database, "postgres://") ||
+		c.AdminTokenFile != dir+"/admin.token" || c.AdminTLS.KeyFile != dir+"/key.pem" {
 		t.Fatalf("config = %+v", c)
 	}
 }
@@ -79,6 +87,10 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"missing nats_url", "stream: POS\n", []string{"nats_url", "required"}},
 		{"bad nats_url", "nats_url: \"http://x:1\"\n", []string{"nats_url", "unsupported scheme"}},
 		{"nats credentials not printed", "nats_url: \"http://u:hunter2@x:1\"\n", []string{"nats_url", "xxxxx@x:1"}},
+		{"bad server in a cluster", "nats_url: \"nats://a:4222,nats://u:hunter2@b:4222/x\"\n", []string{"nats_url", "server 2 of 2", "xxxxx@b:4222"}},
+		{"empty cluster list", "nats_url: \" , \"\n", []string{"nats_url", "required"}},
+		{"stream replicas even", base + "stream_replicas: 2\n", []string{"stream_replicas", `"2"`, "1, 3 or 5"}},
+		{"stream replicas not a number", base + "stream_replicas: three\n", []string{"stream_replicas", "not a whole number"}},
 		{"batch size", base + "batch_size: 0\n", []string{"batch_size", "between 1 and"}},
 		{"batch size not a number", base + "batch_size: lots\n", []string{"batch_size", "not a whole number"}},
 		{"stream name", base + "stream: \"POS.TXN\"\n", []string{"stream", "[A-Za-z0-9_-]"}},
@@ -87,6 +99,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"admin listen", base + "admin: {listen: \"8090\"}\n", []string{"admin.listen", "host:port"}},
 		{"creds missing", base + "creds_file: /nonexistent/hq.creds\n", []string{"creds_file", "cannot read"}},
 		{"cert without key", base + "tls: {cert_file: /etc/hostname}\n", []string{"tls", "both or neither"}},
+		{"max sale zero", base + "max_sale_cents: 0\n", []string{"max_sale_cents", "between 1 and 1000000000000000"}},
+		{"max sale above the bound", base + "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents", "between 1 and"}},
+		{"max sale not a number", base + "max_sale_cents: 1e9\n", []string{"max_sale_cents", "not a whole number"}},
 		{"wrong type", base + "admin: 3\n", []string{":2:8"}},
 		{"syntax", "nats_url: [\n", []string{":1:"}},
 		{"every problem at once", "duplicate_window: x\nbatch_size: -1\ndatabase: \"x\"\n",
@@ -144,5 +159,50 @@ func TestParseDatabaseURL(t *testing.T) {
 		if err != nil || u.Kind != tc.kind || u.Path != tc.path {
 			t.Errorf("ParseDatabaseURL(%q) = %+v, %v", tc.in, u, err)
 		}
+	}
+}
+
+// The admin token follows posedge's rule: a token file that is missing,
+// empty, blank or shorter than 32 characters is refused naming
+// admin.token_file, its content never quoted; no file is refused off
+// loopback only. Half a TLS pair is refused too.
+func TestAdminTokenAndTLS(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(body), 0o600)
+		return p
+	}
+	long := strings.Repeat("Q", 32)
+	cert := write("cert.pem", "x")
+	cases := []struct {
+		name, admin string
+		wantKey     string // "" = accepted
+	}{
+		{"empty on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("empty", "") + `"}`, "admin.token_file"},
+		{"blank on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("blank", "  \n") + `"}`, "admin.token_file"},
+		{"6 characters on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("six", "s3cr3t") + `"}`, "admin.token_file"},
+		{"short on loopback", `{listen: "127.0.0.1:9000", token_file: "` + write("six2", "s3cr3t") + `"}`, "admin.token_file"},
+		{"none on LAN", `{listen: "0.0.0.0:9000"}`, "admin.token_file"},
+		{"none on loopback", `{listen: "127.0.0.1:9000"}`, ""},
+		{"long on LAN", `{listen: "0.0.0.0:9000", token_file: "` + write("long", long+"\n") + `"}`, ""},
+		{"half TLS", `{listen: "127.0.0.1:9000", tls: {cert_file: "` + cert + `"}}`, "admin.tls"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := hq.ParseConfig("hq.yaml", []byte("nats_url: \"nats://127.0.0.1:4222\"\nadmin: "+tc.admin+"\n"))
+			if tc.wantKey == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantKey+":") {
+				t.Fatalf("not refused naming %s: %v", tc.wantKey, err)
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error quotes the token: %v", err)
+			}
+		})
 	}
 }

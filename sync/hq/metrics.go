@@ -14,13 +14,14 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	ingested   *prometheus.CounterVec // by type
-	duplicates *prometheus.CounterVec // by type
-	conflicts  prometheus.Counter
-	rejected   *prometheus.CounterVec // by reason
-	commit     prometheus.Histogram
-	batchErrs  prometheus.Counter
-	haveReqs   *prometheus.CounterVec // by result
+	ingested    *prometheus.CounterVec // by type
+	duplicates  *prometheus.CounterVec // by type
+	conflicts   prometheus.Counter
+	rejected    *prometheus.CounterVec // by reason
+	quarantined *prometheus.CounterVec // by reason
+	commit      prometheus.Histogram
+	batchErrs   prometheus.Counter
+	haveReqs    *prometheus.CounterVec // by result
 }
 
 // NewMetrics registers the metrics; per-store lag and counts are read
@@ -46,6 +47,10 @@ func NewMetrics(store Store, version string, log *slog.Logger) *Metrics {
 			Name: "posedge_hq_rejected_total",
 			Help: "Messages that can never be stored (terminated in JetStream), by reason.",
 		}, []string{"reason"}),
+		quarantined: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "posedge_hq_quarantined_total",
+			Help: "Transactions kept in the quarantine table instead of being stored and counted (acknowledged), by reason (amount, day_total_overflow).",
+		}, []string{"reason"}),
 		commit: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "posedge_hq_batch_commit_seconds",
 			Help:    "Time to store one batch in one database transaction.",
@@ -66,7 +71,7 @@ func NewMetrics(store Store, version string, log *slog.Logger) *Metrics {
 		ConstLabels: prometheus.Labels{"version": version},
 	})
 	build.Set(1)
-	reg.MustRegister(m.ingested, m.duplicates, m.conflicts, m.rejected, m.commit, m.batchErrs, m.haveReqs, build,
+	reg.MustRegister(m.ingested, m.duplicates, m.conflicts, m.rejected, m.quarantined, m.commit, m.batchErrs, m.haveReqs, build,
 		&storeCollector{store: store, log: log},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -85,7 +90,7 @@ func (m *Metrics) outcome(kind MsgKind, o Outcome) {
 
 // Counts is a snapshot of the counters, summed over their labels.
 type Counts struct {
-	Ingested, Duplicates, Conflicts, Rejected, BatchErrors float64
+	Ingested, Duplicates, Conflicts, Rejected, BatchErrors, Quarantined float64
 }
 
 // Counts reads the counters (for tests and logs).
@@ -96,6 +101,7 @@ func (m *Metrics) Counts() Counts {
 		Conflicts:   value(m.conflicts),
 		Rejected:    sum(m.rejected),
 		BatchErrors: value(m.batchErrs),
+		Quarantined: sum(m.quarantined),
 	}
 }
 

@@ -186,6 +186,30 @@ func sentAt(s string, receivedAt time.Time) time.Time {
 	return receivedAt.UTC()
 }
 
+// Quarantine reasons, the label of posedge_hq_quarantined_total.
+const (
+	// QuarantineAmount: a price, a line (qty × price_cents) or the total
+	// above max_sale_cents, a quantity that is not positive, or lines that
+	// do not sum to the total.
+	QuarantineAmount = "amount"
+	// QuarantineDayOverflow: storing the transaction would carry its
+	// terminal's day totals past what a 64-bit integer holds.
+	QuarantineDayOverflow = "day_total_overflow"
+)
+
+// Screen checks the money of a decoded transaction against maxCents and
+// marks one HQ must not count (m.Quarantine): InsertBatch then keeps it in
+// the quarantine table, and the receiver acknowledges it, so it never
+// blocks the messages behind it.
+func Screen(m *Msg, maxCents int64) {
+	if m.Kind != KindTxn {
+		return
+	}
+	if err := wire.CheckAmounts(m.Txn.Lines, m.Txn.TotalCents, maxCents); err != nil {
+		m.Quarantine, m.QuarantineDetail = QuarantineAmount, err.Error()
+	}
+}
+
 // isReject tells whether err marks a message that can never be stored.
 func isReject(err error) bool {
 	var re *RejectError

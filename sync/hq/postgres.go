@@ -61,6 +61,16 @@ var postgresSchema = []string{
 		received_at   TIMESTAMPTZ NOT NULL,
 		PRIMARY KEY (store_id, adjustment_id)
 	)`,
+	`CREATE TABLE IF NOT EXISTS quarantine (
+		store_id    TEXT NOT NULL,
+		flow_no     TEXT NOT NULL,
+		body_sha256 TEXT NOT NULL,
+		reason      TEXT NOT NULL,
+		detail      TEXT NOT NULL,
+		body        TEXT NOT NULL,
+		received_at TIMESTAMPTZ NOT NULL,
+		PRIMARY KEY (store_id, flow_no, body_sha256)
+	)`,
 	`CREATE TABLE IF NOT EXISTS manifests (
 		store_id      TEXT NOT NULL,
 		terminal_id   TEXT NOT NULL,
@@ -182,6 +192,16 @@ const (
 	pgInsertConflict = `INSERT INTO conflicts
 		(store_id, flow_no, body_sha256, terminal_id, kind, total_cents, created_at, body, received_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json, $9) ON CONFLICT DO NOTHING`
+	pgInsertQuarantine = `INSERT INTO quarantine
+		(store_id, flow_no, body_sha256, reason, detail, body, received_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
+	// The day rows a batch adds to, locked (in key order, as the upsert
+	// takes them) until the batch commits: another posedge-hq adding to
+	// the same day waits and then reads the sum this batch leaves.
+	pgReadDays = `SELECT store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents
+		FROM day_totals WHERE (store_id, terminal_id, business_date) IN
+			(SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
+		ORDER BY store_id, terminal_id, business_date FOR UPDATE`
 	pgUpsertManifest = `INSERT INTO manifests
 		(store_id, terminal_id, date, sales, sales_cents, refunds, refund_cents, first_flow_no, last_flow_no, sent_at, received_at, body)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::json)
@@ -247,12 +267,15 @@ type txnKey struct{ store, flow string }
 
 func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) ([]Outcome, error) {
 	out := make([]Outcome, len(msgs))
+	if err := s.quarantine(ctx, tx, msgs, out); err != nil {
+		return nil, err
+	}
 	// The first message of each key goes into one INSERT, in key order
 	// so that concurrent batches take row locks in the same order.
 	first := map[txnKey]int{}
 	var firsts []int
 	for i := range msgs {
-		if msgs[i].Kind != KindTxn {
+		if msgs[i].Kind != KindTxn || out[i] != 0 {
 			continue
 		}
 		k := txnKey{msgs[i].StoreID, msgs[i].Txn.FlowNo}
@@ -395,6 +418,97 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 	}
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return nil, fmt.Errorf("update stores and day totals: %w", err)
+	}
+	return out, nil
+}
+
+// quarantine puts the transactions marked by Screen, and those that would
+// carry a day's totals past int64, into the quarantine table, and sets
+// their outcomes.
+func (s *PostgresStore) quarantine(ctx context.Context, tx pgx.Tx, msgs []Msg, out []Outcome) error {
+	keys := map[dayKey]bool{}
+	var st, term, date []string
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Kind != KindTxn || m.Quarantine != "" {
+			continue
+		}
+		k := dayKey{m.StoreID, m.Txn.TerminalID, m.Day}
+		if !keys[k] {
+			keys[k] = true
+			st, term, date = append(st, k.store), append(term, k.terminal), append(date, k.date)
+		}
+	}
+	stored := map[dayKey]Totals{}
+	if len(st) > 0 {
+		rows, err := tx.Query(ctx, pgReadDays, st, term, date)
+		if err != nil {
+			return fmt.Errorf("read day totals: %w", err)
+		}
+		for rows.Next() {
+			var k dayKey
+			var t Totals
+			if err := rows.Scan(&k.store, &k.terminal, &k.date, &t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents); err != nil {
+				rows.Close()
+				return fmt.Errorf("read day totals: %w", err)
+			}
+			stored[k] = t
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("read day totals: %w", err)
+		}
+	}
+	guard := newDayGuard(func(k dayKey) (Totals, error) { return stored[k], nil })
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Kind != KindTxn {
+			continue
+		}
+		reason, detail := m.Quarantine, m.QuarantineDetail
+		if reason == "" {
+			fits, err := guard.admit(m)
+			if err != nil {
+				return err
+			}
+			if fits {
+				continue
+			}
+			reason, detail = QuarantineDayOverflow, dayOverflowDetail(m)
+		}
+		tag, err := tx.Exec(ctx, pgInsertQuarantine, m.StoreID, m.Txn.FlowNo, bodyHash(m.Body), reason, detail,
+			string(m.Body), m.ReceivedAt)
+		if err != nil {
+			return fmt.Errorf("quarantine %s/%s: %w", m.StoreID, m.Txn.FlowNo, err)
+		}
+		out[i] = Duplicate
+		if tag.RowsAffected() > 0 {
+			out[i] = Quarantined
+		}
+	}
+	return nil
+}
+
+// Quarantined lists the quarantined transactions of storeID.
+func (s *PostgresStore) Quarantined(ctx context.Context, storeID string) ([]StoredQuarantine, error) {
+	rows, err := s.pool.Query(ctx, `SELECT store_id, flow_no, reason, detail, body, received_at FROM quarantine
+		WHERE store_id = $1 ORDER BY received_at, flow_no`, storeID)
+	if err != nil {
+		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
+	}
+	defer rows.Close()
+	out := []StoredQuarantine{}
+	for rows.Next() {
+		var q StoredQuarantine
+		var body string
+		if err := rows.Scan(&q.StoreID, &q.FlowNo, &q.Reason, &q.Detail, &body, &q.ReceivedAt); err != nil {
+			return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
+		}
+		q.Body, q.ReceivedAt = json.RawMessage(body), q.ReceivedAt.UTC()
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -51,6 +52,7 @@ type Receiver struct {
 
 	conn    atomic.Pointer[nats.Conn]
 	ready   atomic.Bool // stream and consumer exist
+	cons    atomic.Pointer[jetstream.Consumer]
 	batches atomic.Int64
 }
 
@@ -70,9 +72,17 @@ func (r *Receiver) Ready() error {
 	case nc == nil:
 		return errors.New("NATS: not started")
 	case !nc.IsConnected():
-		return fmt.Errorf("NATS: not connected to %s (%s)", redactNATSURL(r.cfg.NATSURL), nc.Status())
+		return fmt.Errorf("NATS: not connected to %s (%s)", natsurl.Redact(r.cfg.NATSURL), nc.Status())
 	case !r.ready.Load():
 		return fmt.Errorf("NATS: stream %s or consumer %s not set up yet", r.cfg.Stream, ConsumerName)
+	}
+	return nil
+}
+
+// consumer is the durable consumer once set up, or nil.
+func (r *Receiver) consumer() jetstream.Consumer {
+	if c := r.cons.Load(); c != nil {
+		return *c
 	}
 	return nil
 }
@@ -103,13 +113,20 @@ func (r *Receiver) Run(ctx context.Context) error {
 	for ctx.Err() == nil {
 		cons, err := r.setup(ctx, js)
 		if err != nil {
-			if ctx.Err() == nil {
-				r.log.Warn("JetStream not ready; retrying", "stream", r.cfg.Stream, "err", err)
+			d := wait()
+			switch {
+			case ctx.Err() != nil:
+			case clusterNotReady(err):
+				r.log.Warn("JetStream cluster not ready (no meta leader yet, or too few servers up for stream_replicas); waiting",
+					"stream", r.cfg.Stream, "stream_replicas", r.cfg.StreamReplicas, "retry_in", d.Round(time.Millisecond), "err", err)
+			default:
+				r.log.Warn("JetStream not ready; retrying", "stream", r.cfg.Stream, "retry_in", d.Round(time.Millisecond), "err", err)
 			}
-			sleep(ctx, wait())
+			sleep(ctx, d)
 			continue
 		}
 		r.ready.Store(true)
+		r.cons.Store(&cons)
 		wait = backoff()
 		err = r.consume(ctx, cons)
 		r.ready.Store(false)
@@ -135,6 +152,10 @@ func connectNATS(cfg Config, name string, log *slog.Logger) (*nats.Conn, error) 
 		nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(time.Second),
 		nats.ReconnectJitter(500*time.Millisecond, 2*time.Second),
+		// A cluster server that hangs keeps its socket open: only missed
+		// pings tell, within 30 s rather than the client's default 4 min.
+		nats.PingInterval(10 * time.Second),
+		nats.MaxPingsOutstanding(3),
 		nats.ConnectHandler(func(nc *nats.Conn) {
 			log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
 		}),
@@ -165,9 +186,57 @@ func connectNATS(cfg Config, name string, log *slog.Logger) (*nats.Conn, error) 
 	}
 	nc, err := nats.Connect(cfg.NATSURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %s: %w", redactNATSURL(cfg.NATSURL), err)
+		return nil, fmt.Errorf("connect to NATS %s: %w", natsurl.Redact(cfg.NATSURL), err)
 	}
 	return nc, nil
+}
+
+// clusterNotReady tells the errors of a JetStream cluster that is still
+// forming or has lost its quorum (no meta leader, peers not yet known)
+// from those of a wrong setup: they pass once the cluster is whole.
+func clusterNotReady(err error) bool {
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode {
+		case jsErrClusterNotAvailable, jsErrClusterNoPeers, jsErrInsufficientResources, jetstream.JSErrCodeJetStreamNotEnabled:
+			return true
+		}
+	}
+	// With no meta leader, API requests may go unanswered.
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrJetStreamNotEnabled)
+}
+
+// JetStream API error codes (nats-server's errors.json) that nats.go
+// does not name.
+const (
+	jsErrClusterNoPeers        jetstream.ErrorCode = 10005 // "no suitable peers for placement"
+	jsErrClusterNotAvailable   jetstream.ErrorCode = 10008 // "JetStream system temporarily unavailable"
+	jsErrInsufficientResources jetstream.ErrorCode = 10023
+)
+
+// scaleUp raises the replicas of an existing stream to stream_replicas.
+// It never lowers them: fewer copies is a decision for an operator
+// (nats stream edit), not a side effect of a config file. A refusal is
+// logged and the stream used as it is.
+func (r *Receiver) scaleUp(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) {
+	have := max(sc.Replicas, 1)
+	switch {
+	case have == r.cfg.StreamReplicas:
+		return
+	case have > r.cfg.StreamReplicas:
+		r.log.Info("existing stream keeps its replicas (more than stream_replicas; never lowered by posedge-hq)",
+			"stream", r.cfg.Stream, "stream_replicas_now", have, "stream_replicas", r.cfg.StreamReplicas)
+		return
+	}
+	sc.Replicas = r.cfg.StreamReplicas
+	if _, err := js.UpdateStream(ctx, sc); err != nil {
+		r.log.Warn("could not raise the stream's replicas; using it as it is (is the cluster big enough and whole?)",
+			"stream", r.cfg.Stream, "from", have, "to", r.cfg.StreamReplicas, "err", err)
+		return
+	}
+	r.log.Info("stream replicas raised to stream_replicas; JetStream copies the stream to the new peers in the background",
+		"stream", r.cfg.Stream, "from", have, "to", r.cfg.StreamReplicas)
 }
 
 // setup creates the stream when missing and the durable consumer.
@@ -184,12 +253,21 @@ func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream
 			Subjects:    []string{subjects},
 			Storage:     jetstream.FileStorage,
 			Duplicates:  r.cfg.DuplicateWindow,
+			Replicas:    r.cfg.StreamReplicas,
 		})
-		if err != nil && !errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			return nil, fmt.Errorf("create stream %s: %w", r.cfg.Stream, err)
-		}
-		if err == nil {
-			r.log.Info("stream created", "stream", r.cfg.Stream, "subjects", subjects, "duplicate_window", r.cfg.DuplicateWindow)
+		switch {
+		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
+			// Another posedge-hq created it meanwhile, maybe with fewer
+			// replicas.
+			if st, err = js.Stream(ctx, r.cfg.Stream); err != nil {
+				return nil, fmt.Errorf("look up stream %s: %w", r.cfg.Stream, err)
+			}
+			r.scaleUp(ctx, js, st.CachedInfo().Config)
+		case err != nil:
+			return nil, fmt.Errorf("create stream %s with %d replicas: %w", r.cfg.Stream, r.cfg.StreamReplicas, err)
+		default:
+			r.log.Info("stream created", "stream", r.cfg.Stream, "subjects", subjects, "duplicate_window", r.cfg.DuplicateWindow,
+				"replicas", r.cfg.StreamReplicas)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("look up stream %s: %w", r.cfg.Stream, err)
@@ -203,6 +281,7 @@ func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream
 			r.log.Info("existing stream keeps its own duplicate window", "stream", r.cfg.Stream,
 				"stream_duplicates", sc.Duplicates, "duplicate_window", r.cfg.DuplicateWindow)
 		}
+		r.scaleUp(ctx, js, sc)
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, r.cfg.Stream, jetstream.ConsumerConfig{
 		Durable:       ConsumerName,
@@ -326,6 +405,7 @@ func (r *Receiver) decode(batch []jetstream.Msg) decoded {
 			r.terminate(jm, err)
 			continue
 		}
+		Screen(&m, r.cfg.MaxSaleCents)
 		b.msgs = append(b.msgs, m)
 		b.jms = append(b.jms, jm)
 	}
@@ -360,6 +440,15 @@ func (r *Receiver) done(jm jetstream.Msg, m *Msg, o Outcome) {
 	if o == Conflict {
 		r.log.Warn("conflict: a different transaction is stored under this flow number; kept in the conflicts table",
 			"store_id", m.StoreID, "flow_no", m.Txn.FlowNo, "terminal_id", m.Txn.TerminalID)
+	}
+	if o == Quarantined {
+		reason, detail := m.Quarantine, m.QuarantineDetail
+		if reason == "" { // InsertBatch found the day totals full
+			reason, detail = QuarantineDayOverflow, dayOverflowDetail(m)
+		}
+		r.metrics.quarantined.WithLabelValues(reason).Inc()
+		r.log.Error("transaction quarantined: kept in the quarantine table, neither stored nor counted (GET /v1/stores/{store_id}/quarantine)",
+			"store_id", m.StoreID, "flow_no", m.Txn.FlowNo, "terminal_id", m.Txn.TerminalID, "reason", reason, "detail", detail)
 	}
 	if err := jm.Ack(); err != nil {
 		// It was committed: the redelivery is a duplicate.

@@ -55,6 +55,16 @@ var sqliteSchema = []string{
 		received_at TEXT NOT NULL,
 		PRIMARY KEY (store_id, flow_no, body_sha256)
 	)`,
+	`CREATE TABLE IF NOT EXISTS quarantine (
+		store_id    TEXT NOT NULL,
+		flow_no     TEXT NOT NULL,
+		body_sha256 TEXT NOT NULL,
+		reason      TEXT NOT NULL,
+		detail      TEXT NOT NULL,
+		body        TEXT NOT NULL,
+		received_at TEXT NOT NULL,
+		PRIMARY KEY (store_id, flow_no, body_sha256)
+	)`,
 	`CREATE TABLE IF NOT EXISTS manifests (
 		store_id      TEXT NOT NULL,
 		terminal_id   TEXT NOT NULL,
@@ -115,7 +125,8 @@ type SQLiteStore struct {
 // sqliteStmts are the writer's statements, prepared once: SQLite spends
 // more parsing a statement than running it.
 type sqliteStmts struct {
-	insertTxn, storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay, insertAdjustment *sql.Stmt
+	insertTxn, storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay *sql.Stmt
+	insertQuarantine, readDay, insertAdjustment                                                    *sql.Stmt
 }
 
 func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -131,6 +142,8 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.upsertStore, sqliteUpsertStore},
 		{&st.insertAdjustment, insertAdjustmentSQL},
 		{&st.upsertDay, sqliteUpsertDay},
+		{&st.insertQuarantine, sqliteInsertQuarantine},
+		{&st.readDay, sqliteReadDay},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -250,6 +263,14 @@ const (
 	sqliteInsertConflict = `INSERT INTO conflicts
 		(store_id, flow_no, body_sha256, terminal_id, kind, total_cents, created_at, body, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	sqliteInsertQuarantine = `INSERT INTO quarantine
+		(store_id, flow_no, body_sha256, reason, detail, body, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
+	// CAST: a row written by an older posedge-hq whose sum overflowed
+	// into REAL reads as the nearest integer rather than failing.
+	sqliteReadDay = `SELECT CAST(sales AS INTEGER), CAST(sales_cents AS INTEGER),
+		CAST(refunds AS INTEGER), CAST(refund_cents AS INTEGER)
+		FROM day_totals WHERE store_id = ? AND terminal_id = ? AND business_date = ?`
 	sqliteUpsertManifest = `INSERT INTO manifests
 		(store_id, terminal_id, date, sales, sales_cents, refunds, refund_cents, first_flow_no, last_flow_no, sent_at, received_at, body)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -297,11 +318,38 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 	ins := tx.StmtContext(ctx, s.st.insertTxn)
 	out := make([]Outcome, len(msgs))
 	delta := newBatchDelta()
+	readDay := tx.StmtContext(ctx, s.st.readDay)
+	guard := newDayGuard(func(k dayKey) (Totals, error) {
+		var t Totals
+		err := readDay.QueryRowContext(ctx, k.store, k.terminal, k.date).Scan(&t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents)
+		if errors.Is(err, sql.ErrNoRows) {
+			return Totals{}, nil
+		}
+		return t, err
+	})
 	for i := range msgs {
 		m := &msgs[i]
 		var o Outcome
 		switch m.Kind {
 		case KindTxn:
+			reason, detail := m.Quarantine, m.QuarantineDetail
+			if reason == "" {
+				var fits bool
+				if fits, err = guard.admit(m); err != nil {
+					break
+				}
+				if !fits {
+					reason, detail = QuarantineDayOverflow, dayOverflowDetail(m)
+				}
+			}
+			if reason != "" {
+				o, err = upsert(ctx, tx.StmtContext(ctx, s.st.insertQuarantine), m.StoreID, m.Txn.FlowNo, bodyHash(m.Body),
+					reason, detail, string(m.Body), formatTS(m.ReceivedAt))
+				if o == Inserted {
+					o = Quarantined
+				}
+				break
+			}
 			o, err = s.insertTxn(ctx, tx, ins, m)
 		case KindManifest:
 			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.upsertManifest), m.StoreID, m.Manifest.TerminalID, m.Manifest.Date,
@@ -442,6 +490,30 @@ func (s *SQLiteStore) Transaction(ctx context.Context, storeID, flowNo string) (
 		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, err)
 	}
 	return []byte(body), nil
+}
+
+// Quarantined lists the quarantined transactions of storeID.
+func (s *SQLiteStore) Quarantined(ctx context.Context, storeID string) ([]StoredQuarantine, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT store_id, flow_no, reason, detail, body, received_at FROM quarantine
+		WHERE store_id = ? ORDER BY received_at, flow_no`, storeID)
+	if err != nil {
+		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
+	}
+	defer rows.Close()
+	out := []StoredQuarantine{}
+	for rows.Next() {
+		var q StoredQuarantine
+		var body, received string
+		if err := rows.Scan(&q.StoreID, &q.FlowNo, &q.Reason, &q.Detail, &body, &received); err != nil {
+			return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
+		}
+		q.Body, q.ReceivedAt = json.RawMessage(body), parseTS(received)
+		out = append(out, q)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
+	}
+	return out, nil
 }
 
 // Conflicts lists the conflicting bodies received for storeID.

@@ -44,6 +44,10 @@ type Store interface {
 	// StockAdjustments lists a store's stored stock adjustments, oldest
 	// first.
 	StockAdjustments(ctx context.Context, storeID string) ([]StoredAdjustment, error)
+	// Quarantined lists the transactions of storeID that were quarantined
+	// rather than stored (Msg.Quarantine, or a day total that would
+	// overflow), oldest first.
+	Quarantined(ctx context.Context, storeID string) ([]StoredQuarantine, error)
 	// Ping tells whether the database answers.
 	Ping(ctx context.Context) error
 	Close() error
@@ -69,6 +73,16 @@ type StoredAdjustment struct {
 	Reason       string          `json:"reason"`
 	CreatedAt    time.Time       `json:"created_at"`
 	Body         json.RawMessage `json:"body"`
+}
+
+// StoredQuarantine is one row of the quarantine table.
+type StoredQuarantine struct {
+	StoreID    string          `json:"store_id"`
+	FlowNo     string          `json:"flow_no"`
+	Reason     string          `json:"reason"`
+	Detail     string          `json:"detail"`
+	Body       json.RawMessage `json:"body"`
+	ReceivedAt time.Time       `json:"received_at"`
 }
 
 // MsgKind tells what a message carries.
@@ -106,6 +120,11 @@ type Msg struct {
 	Txn       wire.Txn // KindTxn
 	CreatedAt time.Time
 	Day       string // YYYYMMDD business day (KindTxn)
+	// Quarantine, when set, is why HQ keeps this transaction apart in the
+	// quarantine table instead of storing and counting it (Screen sets it);
+	// QuarantineDetail says what exactly.
+	Quarantine       string
+	QuarantineDetail string
 
 	Manifest   wire.Manifest        // KindManifest
 	Heartbeat  wire.Heartbeat       // KindHeartbeat
@@ -125,6 +144,9 @@ const (
 	// Conflict: a different body is stored under the same
 	// (store_id, flow_no); the new body went to the conflicts table.
 	Conflict
+	// Quarantined: the transaction went to the quarantine table, neither
+	// stored nor counted (Msg.Quarantine says why).
+	Quarantined
 )
 
 func (o Outcome) String() string {
@@ -135,6 +157,8 @@ func (o Outcome) String() string {
 		return "duplicate"
 	case Conflict:
 		return "conflict"
+	case Quarantined:
+		return "quarantined"
 	}
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
@@ -337,6 +361,9 @@ func (b *batchDelta) add(m *Msg, o Outcome) {
 		day = &dayDelta{dayKey: k}
 		b.days[k] = day
 	}
+	// dayGuard has checked that the stored totals plus the batch's stay
+	// within int64; the additions here are of non-negative amounts below
+	// that sum.
 	if m.Txn.Kind == "refund" {
 		day.Refunds++
 		day.RefundCents += m.Txn.TotalCents
@@ -344,6 +371,50 @@ func (b *batchDelta) add(m *Msg, o Outcome) {
 		day.Sales++
 		day.SalesCents += m.Txn.TotalCents
 	}
+}
+
+// dayGuard keeps the day_totals rows from overflowing int64: it holds a
+// terminal's day as stored (read once per batch) plus the transactions of
+// the batch so far, and tells whether one more transaction still fits.
+// It counts every candidate, including those that turn out duplicates, so
+// it errs on the side of quarantining, never of overflowing.
+type dayGuard struct {
+	days map[dayKey]*Totals
+	read func(dayKey) (Totals, error) // the stored row, zero if none
+}
+
+func newDayGuard(read func(dayKey) (Totals, error)) *dayGuard {
+	return &dayGuard{days: map[dayKey]*Totals{}, read: read}
+}
+
+func dayOverflowDetail(m *Msg) string {
+	return fmt.Sprintf("total_cents %d would carry the day totals of terminal %s on %s past 2^63-1", m.Txn.TotalCents, m.Txn.TerminalID, m.Day)
+}
+
+// admit adds m to its day and reports true, or reports false (and adds
+// nothing) when a count or a sum of cents would pass int64.
+func (g *dayGuard) admit(m *Msg) (bool, error) {
+	k := dayKey{m.StoreID, m.Txn.TerminalID, m.Day}
+	t := g.days[k]
+	if t == nil {
+		stored, err := g.read(k)
+		if err != nil {
+			return false, fmt.Errorf("read day totals of %s/%s/%s: %w", k.store, k.terminal, k.date, err)
+		}
+		t = &stored
+		g.days[k] = t
+	}
+	n, cents := &t.Sales, &t.SalesCents
+	if m.Txn.Kind == "refund" {
+		n, cents = &t.Refunds, &t.RefundCents
+	}
+	nn, ok1 := wire.AddCents(*n, 1)
+	nc, ok2 := wire.AddCents(*cents, m.Txn.TotalCents)
+	if !ok1 || !ok2 {
+		return false, nil
+	}
+	*n, *cents = nn, nc
+	return true, nil
 }
 
 // sortedStores and sortedDays list the changes in key order, so that

@@ -7,6 +7,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // link is one NATS connection to HQ and its JetStream context.
@@ -30,7 +33,7 @@ func (r *Replayer) connect(ctx context.Context) (*link, error) {
 			r.signal()
 			return l, nil
 		}
-		err = fmt.Errorf("connect to HQ at %s: %w", r.cfg.NATSURL, err)
+		err = fmt.Errorf("connect to HQ at %s: %w", natsurl.Redact(r.cfg.NATSURL), err)
 		r.setError(err)
 		d := b.NextBackOff()
 		r.log.Warn("HQ unreachable; sales stay in the journal and are sent when it answers (check the WAN link and hq.nats_url)",
@@ -65,6 +68,10 @@ func (r *Replayer) natsOptions() []nats.Option {
 	}
 	opts := []nats.Option{
 		nats.Name("posedge " + r.cfg.StoreID),
+		// Replies (PubAcks, HQ's answers) come to _INBOX.<store>.…, so
+		// that HQ's NATS can allow each store to read its own only
+		// (docs/security.md).
+		nats.CustomInboxPrefix(wire.InboxPrefix(r.cfg.StoreID)),
 		nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.CustomReconnectDelay(r.reconnectDelay),

@@ -83,7 +83,11 @@ func (r *Replayer) send(ctx context.Context, l *link, rows []journal.Outgoing) *
 	f := &flight{rows: rows, results: make([]error, len(rows)), futs: make([]jetstream.PubAckFuture, len(rows)),
 		start: time.Now(), rec: r.startRecording(ctx, rows[len(rows)-1])}
 	for i, o := range rows {
-		if err := r.check(o); err != nil {
+		err, ok := r.checked[o.RowID]
+		if !ok {
+			err = r.check(o)
+		}
+		if err != nil {
 			f.results[i] = err
 			continue
 		}
@@ -197,10 +201,12 @@ func (r *Replayer) wait(ctx context.Context, f *flight) {
 // ahead while the last batch's acks were awaited, or else from the
 // outbox, past the rows whose acks are being recorded.
 func (r *Replayer) take(ctx context.Context) ([]journal.Outgoing, error) {
-	if ahead := r.dropAhead(); len(ahead) > 0 {
+	r.checked = nil
+	if ahead, checked := r.dropAhead(); len(ahead) > 0 {
 		if err := r.chargeLanding(ctx); err != nil {
 			return nil, err
 		}
+		r.checked = checked
 		return ahead, nil
 	}
 	// Take the sync budget before reading the batch, not after: while
@@ -271,29 +277,44 @@ func (r *Replayer) chargeLanding(ctx context.Context) error {
 // the batch in flight lands meanwhile.
 const landAfter = 50 * time.Millisecond
 
+// aheadBatch is a batch read ahead, with the check of each of its rows
+// by rowid.
+type aheadBatch struct {
+	rows    []journal.Outgoing
+	checked map[int64]error
+}
+
 // readAhead starts reading the batch after row last while this one is
 // on its way. Only a full batch reads ahead: behind it is a backlog,
-// whose next batch is full whenever it is read.
+// whose next batch is full whenever it is read. Its rows are checked
+// there too (a JSON decode each), so that the publish of a drain's
+// batches does not wait for their checks.
 func (r *Replayer) readAhead(ctx context.Context, last int64) {
-	ch := make(chan []journal.Outgoing, 1)
+	ch := make(chan aheadBatch, 1)
 	r.ahead = ch
 	go func() {
 		rows, err := r.j.OutboxAfter(ctx, last, r.cfg.BatchSize, r.cfg.BatchBytes)
 		if err != nil {
-			rows = nil // read again by take
+			ch <- aheadBatch{} // read again by take
+			return
 		}
-		ch <- rows
+		checked := make(map[int64]error, len(rows))
+		for _, o := range rows {
+			checked[o.RowID] = r.check(o)
+		}
+		ch <- aheadBatch{rows, checked}
 	}()
 }
 
-// dropAhead returns the rows read ahead, if any, and forgets them.
-func (r *Replayer) dropAhead() []journal.Outgoing {
+// dropAhead returns the rows read ahead, if any, with their checks, and
+// forgets them.
+func (r *Replayer) dropAhead() ([]journal.Outgoing, map[int64]error) {
 	if r.ahead == nil {
-		return nil
+		return nil, nil
 	}
-	rows := <-r.ahead
+	b := <-r.ahead
 	r.ahead = nil
-	return rows
+	return b.rows, b.checked
 }
 
 // recording is the journal's writes about one batch: its sent mark,

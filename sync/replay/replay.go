@@ -15,6 +15,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/posedge/posedge/internal/businessday"
+	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -123,8 +125,8 @@ func (c *Config) validate() error {
 	if c.StoreID == "" {
 		errs = append(errs, errors.New("store_id: required"))
 	}
-	if c.NATSURL == "" {
-		errs = append(errs, errors.New("hq.nats_url: required"))
+	if err := natsurl.Check(c.NATSURL); err != nil {
+		errs = append(errs, fmt.Errorf("hq.nats_url: %w", err))
 	}
 	if (c.CertFile == "") != (c.KeyFile == "") {
 		errs = append(errs, errors.New("hq.cert_file and hq.key_file go together: give both or neither"))
@@ -178,11 +180,12 @@ type Replayer struct {
 	rb  *backoff.ExponentialBackOff
 
 	// Used by the Run goroutine only: the pipeline of batches (see batch).
-	inflight  *flight                 // published, acks awaited
-	recording *recording              // the journal's writes of the last landed batch
-	floor     int64                   // the outbox is read past this rowid: rows of batches not yet recorded
-	ahead     chan []journal.Outgoing // the next batch, read while the one before is on its way
-	landed    bool                    // a batch landed with every row acked since the replay loop last looked
+	inflight  *flight         // published, acks awaited
+	recording *recording      // the journal's writes of the last landed batch
+	floor     int64           // the outbox is read past this rowid: rows of batches not yet recorded
+	ahead     chan aheadBatch // the next batch, read (and checked) while the one before is on its way
+	checked   map[int64]error // by rowid: the checks of the batch taken from ahead
+	landed    bool            // a batch landed with every row acked since the replay loop last looked
 
 	mu        sync.Mutex
 	st        Status
@@ -384,7 +387,7 @@ func sleep(ctx context.Context, d time.Duration, wake <-chan struct{}) bool {
 
 func (r *Replayer) setError(err error) {
 	r.mu.Lock()
-	r.st.LastError = hint(err)
+	r.st.LastError = secret.RedactURLs(hint(err)) // status is read by people and support bundles
 	r.mu.Unlock()
 }
 

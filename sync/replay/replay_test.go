@@ -687,3 +687,17 @@ func TestAckTimeoutIsAmbiguous(t *testing.T) {
 		t.Fatalf("HQ saw %d messages", n)
 	}
 }
+
+// A cluster URL list is dialled server by server, and the error of an
+// unreachable HQ does not print the credentials in it.
+func TestUnreachableClusterErrorHidesCredentials(t *testing.T) {
+	j := openJournal(t)
+	url := fmt.Sprintf("nats://posedge:hunter2@127.0.0.1:%d,nats://posedge:hunter2@127.0.0.1:%d",
+		testenv.FreePort(t), testenv.FreePort(t))
+	r, _ := run(t, testConfig(url), j, nil)
+	testenv.WaitFor(t, wait, "a connection error", func() bool { return r.Status().LastError != "" })
+	msg := r.Status().LastError
+	if strings.Contains(msg, "hunter2") || !strings.Contains(msg, "nats://xxxxx@127.0.0.1") {
+		t.Errorf("last error = %q, want the URLs with their credentials hidden", msg)
+	}
+}

@@ -34,6 +34,11 @@ func HeartbeatSubject(prefix, storeID string) string { return prefix + "." + sto
 // HaveSubject is the request subject for a store's "what do you hold" query.
 func HaveSubject(storeID string) string { return HaveSubjectPrefix + "." + storeID }
 
+// InboxPrefix is where a store's replies (JetStream acks, HQ's answers)
+// are sent: "_INBOX.<store_id>", so that its NATS user may subscribe to
+// its own replies only.
+func InboxPrefix(storeID string) string { return "_INBOX." + storeID }
+
 // MsgID is the Nats-Msg-Id of a transaction.
 func MsgID(storeID, flowNo string) string { return storeID + "." + flowNo }
 
@@ -49,15 +54,22 @@ type Txn struct {
 	CreatedAt      string `json:"created_at"`
 	OccurredAt     string `json:"occurred_at"`
 	OriginalFlowNo string `json:"original_flow_no,omitempty"`
+	Lines          []Line `json:"lines"`
 }
 
 // ErrInvalid marks a body HQ can never store, whatever the retry: the
 // sender should quarantine it rather than resend.
 var ErrInvalid = errors.New("invalid transaction message")
 
-// ParseTxn decodes and checks a transaction body.
+// ParseTxn decodes and checks a transaction body. Keys are matched
+// exactly: a key that differs only in case from another key of its object
+// (duplicates included) is refused, since encoding/json would take either
+// for the field and another reader might take the other.
 func ParseTxn(body []byte) (Txn, error) {
 	var t Txn
+	if err := checkKeys(body, txnFields); err != nil {
+		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
 	if err := json.Unmarshal(body, &t); err != nil {
 		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
