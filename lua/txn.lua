@@ -9,7 +9,7 @@
 -- KEYS[4] hourly counters     pe:{S}:hourly:<YYYYMMDD>       (hash)
 -- KEYS[5] payment token       pe:{S}:token:<key>             (hash, may not exist)
 -- KEYS[6] refunded so far     pe:{S}:refunded:<original>     (hash, refunds only)
--- KEYS[7..] item per line     pe:{S}:item:<barcode>          (hash: name, price_cents, stock)
+-- KEYS[7..] item per line     pe:{S}:item:<barcode>          (hash: name, price_cents, stock, active)
 --
 -- ARGV[1]  mode: sale | refund | batch (a past sale: no stock or item check)
 --               | apply_sale | apply_refund (a journaled degraded
@@ -150,6 +150,8 @@ for _, o in ipairs(order) do
   local b, key = o[1], KEYS[o[2]]
   local known = redis.call('EXISTS', key) == 1
   if mode == 'sale' and not known then return {'unknown_item', b} end
+  -- active '0': deactivated by HQ's catalog, unknown to the tills.
+  if mode == 'sale' and redis.call('HGET', key, 'active') == '0' then return {'unknown_item', b} end
   if known or isRefund then
     local stock = stored(key, 'stock')
     if not stock then return {'corrupt', key, 'stock'} end

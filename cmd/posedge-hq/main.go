@@ -2,6 +2,7 @@
 // transactions the stores replay over NATS JetStream and stores each once.
 //
 //	posedge-hq run --config FILE
+//	posedge-hq catalog import --config FILE FILE.csv
 //	posedge-hq version
 package main
 
@@ -37,6 +38,7 @@ func (e *usageError) Error() string { return e.msg }
 
 const usage = `usage:
   posedge-hq run --config FILE [--log-format text|json] [--log-level debug|info|warn|error]
+  posedge-hq catalog import [--config FILE] FILE.csv
   posedge-hq version
 `
 
@@ -51,6 +53,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		err = (&runCommand{stderr: stderr}).Run(ctx, args[1:])
+	case "catalog":
+		err = (&catalogCommand{stdout: stdout, stderr: stderr}).Run(ctx, args[1:])
 	case "version":
 		if len(args) > 1 {
 			err = &usageError{"version takes no arguments"}

@@ -85,6 +85,7 @@ func offlineReport(ctx context.Context, cfg *config.Config, cause error) status.
 			f.Journal = status.JournalFacts{Path: cfg.Journal.Path, Error: cerr.Error(), Damaged: true}
 		} else {
 			f.Journal, f.HQ = daemon.JournalFacts(ctx, j, f.HQ)
+			f.Catalog = daemon.JournalCatalogFacts(ctx, j)
 		}
 		j.Close()
 	}

@@ -47,6 +47,7 @@ func NewAdmin(d AdminDeps) http.Handler {
 		writeJSON(w, http.StatusOK, d.Status(r.Context()))
 	})
 	mux.HandleFunc("PUT /admin/v1/items/{barcode}", a.putItem)
+	mux.HandleFunc("POST /admin/v1/items/{barcode}/stock-adjustments", a.stockAdjustment)
 	mux.HandleFunc("POST /admin/v1/promo", a.promo)
 	mux.HandleFunc("GET /admin/v1/promo", a.getPromo)
 	mux.HandleFunc("GET /admin/v1/stats/daily", a.daily)

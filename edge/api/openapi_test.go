@@ -495,6 +495,10 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		}}))
 	t.Cleanup(adminSrv.Close)
 	admin := &oaServer{listener: "admin", url: adminSrv.URL, auth: adminToken}
+	freshSrv := httptest.NewServer(NewAdmin(AdminDeps{Token: adminToken, Ledger: e.ledger, Limiter: loose("S1", 100000), Log: log,
+		HTTP: NewHTTPMetrics(prometheus.NewRegistry())}))
+	t.Cleanup(freshSrv.Close)
+	freshAdmin := &oaServer{listener: "admin", url: freshSrv.URL, auth: adminToken}
 
 	big := `{"name":"` + strings.Repeat("x", 70<<10) + `"}`
 	hugeBatch := `{"sales":["` + strings.Repeat("x", 1<<20) + `"]}`
@@ -505,6 +509,7 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		return map[string]any{"lines": lines, "total_cents": total, "tender": "cash"}
 	}
 	key := func(k string) map[string]string { return map[string]string{"Idempotency-Key": k} }
+	adjust := func(bc string) string { return "/admin/v1/items/" + bc + "/stock-adjustments" }
 
 	// --- admin, Redis up ---
 	for _, c := range []oaCase{
@@ -524,6 +529,21 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		{srv: admin, method: "PUT", path: "/admin/v1/items/A3", body: map[string]any{"name": "x", "price_cents": 1, "stock": 1, "colour": "red"}, status: 400, code: "unknown_field", badReq: true},
 		{srv: admin, method: "PUT", path: "/admin/v1/items/A3", body: big, status: 413, code: "body_too_large", badReq: true},
 		{srv: admin, method: "PUT", path: "/admin/v1/items/A3", noAuth: true, body: map[string]any{"name": "x", "price_cents": 1, "stock": 1}, status: 401, badReq: true},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 3, "reason": "receiving", "idempotency_key": "adj-1"}, status: 201},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 3, "reason": "receiving", "idempotency_key": "adj-1"}, status: 201},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 4, "reason": "receiving", "idempotency_key": "adj-1"}, status: 422, code: "idempotency_key_reused"},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": -4, "reason": "damage", "idempotency_key": "adj-2"}, status: 409, code: "insufficient_stock"},
+		{srv: admin, method: "POST", path: adjust("NOPE"), body: map[string]any{"delta": 1, "reason": "count", "idempotency_key": "adj-3"}, status: 404, code: "item_not_found"},
+		{srv: admin, method: "POST", path: adjust("bad!code"), body: map[string]any{"delta": 1, "reason": "count", "idempotency_key": "adj-3"}, status: 400, code: "invalid_barcode", badReq: true},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 1.5, "reason": "count", "idempotency_key": "adj-3"}, status: 400, code: "invalid_qty", badReq: true},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 0, "reason": "count", "idempotency_key": "adj-3"}, status: 400, code: "invalid_qty", badReq: true},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 1, "reason": "gift", "idempotency_key": "adj-3"}, status: 400, code: "invalid_reason", badReq: true},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 1, "reason": "count", "idempotency_key": "bad key"}, status: 400, code: "invalid_idempotency_key", badReq: true},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 1, "reason": "count", "idempotency_key": "adj-3", "stock": 9}, status: 400, code: "unknown_field", badReq: true},
+		{srv: admin, method: "POST", path: adjust("A2"), body: big, status: 413, code: "body_too_large", badReq: true},
+		// Its own listener (own failed-authentication guard): the admin
+		// listener above already has its ten failures budgeted.
+		{srv: freshAdmin, method: "POST", path: adjust("A2"), noAuth: true, body: map[string]any{"delta": 1, "reason": "count", "idempotency_key": "adj-3"}, status: 401, badReq: true},
 		{srv: admin, method: "POST", path: "/admin/v1/promo", body: map[string]any{"coefficient": 2, "ttl_seconds": 60, "actions": []string{"scan"}}, status: 200},
 		{srv: admin, method: "GET", path: "/admin/v1/promo", status: 200},
 		{srv: admin, method: "POST", path: "/admin/v1/promo", body: map[string]any{"coefficient": 11}, status: 400, code: "invalid_promo", badReq: true},
@@ -663,6 +683,7 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		{srv: admin, method: "GET", path: "/readyz", status: 503, code: "not_ready"},
 		{srv: admin, method: "GET", path: "/admin/v1/status", status: 200},
 		{srv: admin, method: "PUT", path: "/admin/v1/items/A4", body: map[string]any{"name": "x", "price_cents": 1, "stock": 1}, status: 503, code: "redis_unavailable"},
+		{srv: admin, method: "POST", path: adjust("A2"), body: map[string]any{"delta": 1, "reason": "count", "idempotency_key": "adj-4"}, status: 503, code: "redis_unavailable"},
 		{srv: admin, method: "POST", path: "/admin/v1/promo", body: map[string]any{"coefficient": 2}, status: 503, code: "redis_unavailable"},
 		{srv: admin, method: "GET", path: "/admin/v1/promo", status: 500, code: "internal"},
 		{srv: admin, method: "GET", path: "/admin/v1/stats/daily", status: 200},

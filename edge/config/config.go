@@ -133,6 +133,11 @@ type Config struct {
 		BatchBytes     int      `yaml:"batch_bytes"`
 		BacklogCritAge Duration `yaml:"backlog_crit_age"`
 		AckTimeout     Duration `yaml:"ack_timeout"`
+		// CatalogBucket is HQ's item master bucket (posedge-hq's
+		// catalog_bucket); CatalogStaleAfter is how long its watch may be
+		// down before status warns.
+		CatalogBucket     string   `yaml:"catalog_bucket"`
+		CatalogStaleAfter Duration `yaml:"catalog_stale_after"`
 	} `yaml:"hq"`
 	Limits struct {
 		Store            Policy            `yaml:"store"`
@@ -176,6 +181,8 @@ func Defaults() Config {
 	c.HQ.BatchBytes = 4 << 20
 	c.HQ.BacklogCritAge = Dur(time.Hour)
 	c.HQ.AckTimeout = Dur(10 * time.Second)
+	c.HQ.CatalogBucket = "POS_CATALOG"
+	c.HQ.CatalogStaleAfter = Dur(time.Hour)
 	// The limits' defaults are the limiter's (contract §2).
 	store, terminal, actions := ratelimit.DefaultPolicies()
 	c.Limits.Store, c.Limits.Terminal = policyOf(store), policyOf(terminal)
@@ -288,6 +295,7 @@ var (
 	idPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 	sha256Hex    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 	subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$`)
+	bucketName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 // Validate checks every key and reports all problems at once.
@@ -297,7 +305,7 @@ func (c *Config) Validate() error {
 	durations := map[string]Duration{
 		"redis.timeout": c.Redis.Timeout, "redis.wait_timeout": c.Redis.WaitTimeout,
 		"journal.retention": c.Journal.Retention, "hq.backlog_crit_age": c.HQ.BacklogCritAge,
-		"hq.ack_timeout": c.HQ.AckTimeout, "limits.store.window": c.Limits.Store.Window,
+		"hq.ack_timeout": c.HQ.AckTimeout, "hq.catalog_stale_after": c.HQ.CatalogStaleAfter, "limits.store.window": c.Limits.Store.Window,
 		"limits.terminal.window": c.Limits.Terminal.Window,
 	}
 	for k, p := range c.Limits.Actions {
@@ -406,6 +414,12 @@ func (c *Config) Validate() error {
 	}
 	if c.HQ.BacklogCritAge.D() <= 0 {
 		add("hq.backlog_crit_age", "must be > 0")
+	}
+	if !bucketName.MatchString(c.HQ.CatalogBucket) {
+		add("hq.catalog_bucket", "must be 1-64 of [A-Za-z0-9_-], got %q", c.HQ.CatalogBucket)
+	}
+	if c.HQ.CatalogStaleAfter.D() <= 0 {
+		add("hq.catalog_stale_after", "must be > 0")
 	}
 	if c.HQ.AckTimeout.D() <= 0 {
 		add("hq.ack_timeout", "must be > 0")

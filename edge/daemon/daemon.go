@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/api"
+	"github.com/posedge/posedge/edge/catalog"
 	"github.com/posedge/posedge/edge/config"
 	"github.com/posedge/posedge/edge/health"
 	"github.com/posedge/posedge/edge/ledger"
@@ -41,6 +42,7 @@ type Daemon struct {
 	ledger  *ledger.Ledger
 	limiter *ratelimit.Limiter
 	replay  *replay.Replayer
+	catalog *catalog.Watcher
 	rec     *reconcile.Reconciler
 	seen    *api.LastSeen
 	health  *health.Tracker
@@ -92,6 +94,9 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)
 	}
+
+	d.catalog = catalog.New(catalog.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
+		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, Bucket: cfg.HQ.CatalogBucket}, d.ledger, log, d.reg)
 
 	adminToken, err := cfg.AdminToken()
 	if err != nil {
@@ -146,6 +151,11 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	go func() {
 		if err := d.replay.Run(ctx); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("hq replay: %w", err)
+		}
+	}()
+	go func() {
+		if err := d.catalog.Run(ctx); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("hq catalog: %w", err)
 		}
 	}()
 	go func() { errc <- httpguard.Serve(termSrv, termLn) }()
@@ -220,6 +230,8 @@ func (d *Daemon) Status(ctx context.Context) status.Report {
 	f.Version, f.StoreID, f.UptimeSeconds = d.version, d.cfg.StoreID, int64(time.Since(d.started)/time.Second)
 	f.Terminals, f.Reconciliation = d.seen.Snapshot(), d.rec.Differences()
 	f.Journal, f.HQ = JournalFacts(ctx, d.j, f.HQ)
+	cs := d.catalog.State()
+	f.Catalog = &status.CatalogFacts{Revision: cs.Revision, AppliedAt: cs.AppliedAt, Watching: cs.Watching, DownSince: cs.DownSince}
 	return status.Evaluate(f, Thresholds(d.cfg))
 }
 
@@ -245,10 +257,25 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 		}
 	}
 	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
+
 	if hq.LastSyncAt == nil {
 		hq.LastSyncAt = st.LastAckedAt
 	}
 	return jf, hq
+}
+
+// JournalCatalogFacts is what the journal says of the catalog while the
+// daemon is down: the revision applied through and when, not watching.
+func JournalCatalogFacts(ctx context.Context, j *journal.Journal) *status.CatalogFacts {
+	rev, _, at, err := j.CatalogMark(ctx)
+	if err != nil {
+		return nil
+	}
+	f := &status.CatalogFacts{Revision: rev}
+	if !at.IsZero() {
+		f.AppliedAt = &at
+	}
+	return f
 }
 
 // Thresholds are the status thresholds of a config. With a hard cap
@@ -260,7 +287,8 @@ func Thresholds(c *config.Config) status.Thresholds {
 		quota = c.Journal.MaxBytes / 10 * 8
 	}
 	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
-		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D()}
+		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D(),
+		CatalogStaleAfter: c.HQ.CatalogStaleAfter.D()}
 }
 
 // journalPageSize is SQLite's default page size, which journal.max_bytes

@@ -42,7 +42,7 @@ func (l *Ledger) PutItem(ctx context.Context, it Item) error {
 }
 
 // itemFields are the item hash's fields an Item is read from.
-var itemFields = [...]string{"name", "price_cents", "stock"}
+var itemFields = [...]string{"name", "price_cents", "stock", "active"}
 
 // Item looks an item up in Redis, or in the daemon's copy (stale) while
 // Redis is down.
@@ -83,7 +83,8 @@ func (l *Ledger) ItemFrom(ctx context.Context, barcode string, reply redis.Cmder
 func (l *Ledger) itemReply(ctx context.Context, barcode string, hm *redis.SliceCmd) (*Item, error) {
 	m, err := hm.Result()
 	if err == nil {
-		if len(m) != len(itemFields) || m[0] == nil {
+		// Never known, or deactivated by HQ's catalog (active "0").
+		if len(m) != len(itemFields) || m[0] == nil || str(m[3]) == "0" {
 			return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
 		}
 		it := &Item{Barcode: barcode, Name: str(m[0])}
@@ -106,6 +107,9 @@ func (l *Ledger) staleItem(ctx context.Context, barcode string) (*Item, error) {
 	}
 	if c == nil {
 		return nil, errRedisUnavailable("looking up an item the daemon has never seen")
+	}
+	if !c.Active {
+		return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
 	}
 	return &Item{Barcode: c.Barcode, Name: c.Name, PriceCents: c.PriceCents, Stock: c.Stock, Stale: true}, nil
 }

@@ -16,6 +16,7 @@ func (k keys) hourly(day string) string     { return k.p + "hourly:" + day }
 func (k keys) token(tok string) string      { return k.p + "token:" + tok }
 func (k keys) refunded(flow string) string  { return k.p + "refunded:" + flow }
 func (k keys) item(barcode string) string   { return k.p + "item:" + barcode }
+func (k keys) adjustment(key string) string { return k.p + "adj:" + key }
 func (k keys) lock(job string) string       { return k.p + "lock:" + job } // edge/lock adds ":fence"
 func (k keys) alive() string                { return k.p + "alive" }       // the instance id of the daemon that pinged last
 

@@ -205,7 +205,8 @@ func (l *Ledger) RaiseSequence(ctx context.Context) error {
 
 // Repair brings Redis in line with the journal after it may have lost
 // writes: the flow sequence is raised past the journal's, recent journaled
-// transactions Redis lacks are applied again, degraded ones applied once.
+// transactions Redis lacks are applied again, degraded ones applied once,
+// recent catalog changes applied again.
 func (l *Ledger) Repair(ctx context.Context) error {
 	if err := l.RaiseSequence(ctx); err != nil {
 		return fmt.Errorf("raise flow sequence: %w", err)
@@ -217,6 +218,11 @@ func (l *Ledger) Repair(ctx context.Context) error {
 		return fmt.Errorf("apply degraded transactions: %w", err)
 	} else if n > 0 {
 		l.log.Info("applied degraded transactions to redis", "count", n)
+	}
+	if n, err := l.ReapplyCatalog(ctx, l.now().Add(-ReapplyWindow)); err != nil {
+		return fmt.Errorf("re-apply recent catalog changes: %w", err)
+	} else if n > 0 {
+		l.log.Warn("redis lacked recent catalog changes; applied them again", "count", n)
 	}
 	return nil
 }

@@ -62,7 +62,16 @@ type Facts struct {
 	FallbackHeldUntil time.Time
 	LimiterDenied     int64 // requests denied since start
 	Terminals         map[string]time.Time
-	Reconciliation    int64 // differences found by the last reconciliation
+	Reconciliation    int64         // differences found by the last reconciliation
+	Catalog           *CatalogFacts // nil: not known (then not reported)
+}
+
+// CatalogFacts describe the watch of HQ's item master.
+type CatalogFacts struct {
+	Revision  uint64     // bucket revision applied through
+	AppliedAt *time.Time // when the last change was applied; nil: never
+	Watching  bool
+	DownSince time.Time // when the watch stopped, while !Watching; zero: unknown
 }
 
 // RedisFacts describe the Sentinel topology.
@@ -125,6 +134,9 @@ type Thresholds struct {
 	// RedisTimeout is redis.timeout: a Redis whose every call takes half
 	// of it is close to failing sales over to degraded mode.
 	RedisTimeout time.Duration
+	// CatalogStaleAfter is hq.catalog_stale_after: the catalog watch down
+	// longer than this is WARN.
+	CatalogStaleAfter time.Duration
 }
 
 // StallAfter is how long a link to HQ that is up may go without any
@@ -144,7 +156,15 @@ type Report struct {
 	Journal       JournalReport     `json:"journal"`
 	Checks        []Check           `json:"checks"`
 	Terminals     map[string]string `json:"terminals,omitempty"` // id → last seen, RFC3339
+	Catalog       *CatalogReport    `json:"catalog,omitempty"`
 	GeneratedAt   string            `json:"generated_at"`
+}
+
+// CatalogReport is the report's catalog object (contract §6).
+type CatalogReport struct {
+	Revision  uint64  `json:"revision"`
+	AppliedAt *string `json:"applied_at"`
+	Watching  bool    `json:"watching"`
 }
 
 // RedisReport is the report's redis object.
@@ -363,6 +383,9 @@ func Evaluate(f Facts, th Thresholds) Report {
 		add("reconciliation", Warn, fmt.Sprintf("%d differences between Redis and the journal corrected", f.Reconciliation),
 			"see the log for what differed; stock drift: a sale bypassed posedge")
 	}
+	if f.Catalog != nil {
+		r.Catalog = catalogCheck(f, th, add)
+	}
 	if len(f.Terminals) > 0 {
 		ids := make([]string, 0, len(f.Terminals))
 		r.Terminals = map[string]string{}
@@ -380,6 +403,32 @@ func Evaluate(f Facts, th Thresholds) Report {
 		}
 	}
 	return r
+}
+
+// catalogCheck reports the catalog watch: WARN when it has been down
+// longer than hq.catalog_stale_after (the tills sell at prices that may
+// be out of date).
+func catalogCheck(f Facts, th Thresholds, add func(name, level, detail, hint string)) *CatalogReport {
+	c := f.Catalog
+	rep := &CatalogReport{Revision: c.Revision, Watching: c.Watching}
+	applied := "no change applied yet"
+	if c.AppliedAt != nil {
+		s := c.AppliedAt.UTC().Format(time.RFC3339)
+		rep.AppliedAt = &s
+		applied = fmt.Sprintf("last change applied %s ago", human(f.Now.Sub(*c.AppliedAt)))
+	}
+	switch {
+	case c.Watching:
+		add("catalog", OK, fmt.Sprintf("watching HQ's catalog; revision %d, %s", c.Revision, applied), "")
+	case c.DownSince.IsZero() || !f.DaemonUp:
+		add("catalog", OK, fmt.Sprintf("catalog revision %d, %s; not watching", c.Revision, applied), "")
+	case th.CatalogStaleAfter > 0 && f.Now.Sub(c.DownSince) > th.CatalogStaleAfter:
+		add("catalog", Warn, fmt.Sprintf("catalog watch down for %s; prices as of revision %d, %s", human(f.Now.Sub(c.DownSince)), c.Revision, applied),
+			"check the WAN, hq.nats_url and hq.catalog_bucket; tills keep selling at the prices applied, HQ's changes arrive when the watch is back")
+	default:
+		add("catalog", OK, fmt.Sprintf("catalog watch down for %s (revision %d); retrying", human(f.Now.Sub(c.DownSince)), c.Revision), "")
+	}
+	return rep
 }
 
 // stall is how long a link that is up has had no publish acknowledged

@@ -1,6 +1,7 @@
 package status
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +29,7 @@ func healthy() Facts {
 
 func thresholds() Thresholds {
 	return Thresholds{WarnFreeBytes: 1 << 30, CritFreeBytes: 256 << 20, QuotaBytes: 2 << 30, BacklogCritAge: time.Hour,
-		RedisTimeout: 300 * time.Millisecond}
+		RedisTimeout: 300 * time.Millisecond, CatalogStaleAfter: time.Hour}
 }
 
 // Every rule of contract §1, one at a time on an otherwise healthy store:
@@ -77,6 +78,9 @@ func TestEveryContractRule(t *testing.T) {
 		{"transactions redis cannot apply", func(f *Facts) { f.Journal.Unappliable = []string{"2000000000000007"} }, Warn, "unappliable", "normal"},
 		{"reconciliation differences", func(f *Facts) { f.Reconciliation = 1 }, Warn, "reconciliation", "normal"},
 		{"journal unreadable", func(f *Facts) { f.Journal.Error = "database disk image is malformed" }, Crit, "journal", "normal"},
+		{"catalog watch down longer than catalog_stale_after", func(f *Facts) {
+			f.Catalog = &CatalogFacts{Revision: 812, AppliedAt: ago(3 * time.Hour), DownSince: *ago(61 * time.Minute)}
+		}, Warn, "catalog", "normal"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,6 +142,11 @@ func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
 		"awaiting acks while disconnected (hq rule applies)":  func(f *Facts) { f.HQ.Connected, f.HQ.Backlog, f.HQ.AwaitingAckSince = false, 0, ago(time.Minute) },
 		"redis answering fast":                                func(f *Facts) { f.Redis.Latency = 800 * time.Microsecond },
 		"redis latency just under half its timeout":           func(f *Facts) { f.Redis.Latency = 149 * time.Millisecond },
+		"catalog watching, last change days ago": func(f *Facts) {
+			f.Catalog = &CatalogFacts{Revision: 9, AppliedAt: ago(72 * time.Hour), Watching: true}
+		},
+		"catalog never applied, watching": func(f *Facts) { f.Catalog = &CatalogFacts{Watching: true} },
+		"catalog watch down 59 minutes":   func(f *Facts) { f.Catalog = &CatalogFacts{Revision: 9, DownSince: *ago(59 * time.Minute)} },
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -262,6 +271,38 @@ func TestSlowRedisShowsTheLatency(t *testing.T) {
 		if c.Name == "redis_latency" && !strings.Contains(c.Detail, "212ms (redis.timeout 300ms)") {
 			t.Fatalf("detail %q", c.Detail)
 		}
+	}
+}
+
+// The report's catalog object (contract §6): revision, applied_at (RFC
+// 3339 or null) and watching; absent when the catalog is not known.
+func TestCatalogObject(t *testing.T) {
+	cases := []struct {
+		name    string
+		catalog *CatalogFacts
+		want    string
+	}{
+		{"not known", nil, ""},
+		{"never applied", &CatalogFacts{Watching: true}, `{"revision":0,"applied_at":null,"watching":true}`},
+		{"applied, watch down", &CatalogFacts{Revision: 42, AppliedAt: ago(90 * time.Second), DownSince: now},
+			`{"revision":42,"applied_at":"2026-11-30T14:03:30Z","watching":false}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := healthy()
+			f.Catalog = tc.catalog
+			b, err := json.Marshal(Evaluate(f, thresholds()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			if got := string(m["catalog"]); got != tc.want {
+				t.Errorf("catalog %s, want %s", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -16,6 +16,7 @@ type Item struct {
 	PriceCents int64
 	Stock      int64
 	UpdatedAt  time.Time
+	Active     bool // false once HQ's catalog deactivated it (read only: set through ApplyCatalog)
 }
 
 // PutItem stores the daemon's copy of an item.
@@ -33,7 +34,7 @@ func (j *Journal) PutItem(ctx context.Context, it Item) error {
 func (j *Journal) Item(ctx context.Context, barcode string) (*Item, error) {
 	var it Item
 	var at string
-	err := j.st.item.QueryRowContext(ctx, barcode).Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Stock, &at)
+	err := j.st.item.QueryRowContext(ctx, barcode).Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Stock, &at, &it.Active)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

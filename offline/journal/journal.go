@@ -248,7 +248,7 @@ CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 `
 
 func migrate(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, schema+unappliableSchema)
+	_, err := db.ExecContext(ctx, schema+unappliableSchema+catalogSchema+adjustmentsSchema)
 	return err
 }
 

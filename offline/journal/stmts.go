@@ -33,7 +33,8 @@ func prepareStmts(ctx context.Context, r, w *sql.DB) (*stmts, error) {
 		{r, &s.byKey, `SELECT ` + txnCols + ` FROM txns WHERE terminal_id = ? AND idem_key = ?`},
 		{r, &s.byFlow, `SELECT ` + txnCols + ` FROM txns WHERE flow_no = ?`},
 		{r, &s.lines, `SELECT barcode, qty, price_cents FROM txn_lines WHERE flow_no = ? ORDER BY n`},
-		{r, &s.item, `SELECT barcode, name, price_cents, stock, updated_at FROM items WHERE barcode = ?`},
+		{r, &s.item, `SELECT i.barcode, i.name, i.price_cents, i.stock, i.updated_at, COALESCE(c.active, 1)
+			FROM items i LEFT JOIN catalog c ON c.barcode = i.barcode WHERE i.barcode = ?`},
 		{r, &s.outbox, outboxQuery},
 		{r, &s.sentThrough, sentThroughQuery},
 		{w, &s.insertTxn, `INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind,

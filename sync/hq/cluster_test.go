@@ -426,3 +426,38 @@ func TestHQWaitsForTheClusterAndScalesTheStreamUp(t *testing.T) {
 		return true
 	})
 }
+
+// The catalog bucket keeps as many copies as the transaction stream
+// (stream_replicas): on a 3-node cluster with stream_replicas 3 a write
+// lands in an R3 bucket.
+func TestCatalogBucketReplicatedAsTheStream(t *testing.T) {
+	cl := testenv.StartNATSCluster(t, filepath.Join(bins(t), "nats-server"), 3)
+	cl.WaitReady(time.Minute)
+	nc, err := nats.Connect(cl.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := hq.DefaultConfig()
+	cfg.StreamReplicas = 3
+	cat := hq.NewCatalog(cfg, js)
+	testenv.WaitFor(t, time.Minute, "a catalog write on the cluster", func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _, err := cat.Put(ctx, "", "A1", hq.CatalogItem{Name: "Tea", PriceCents: 250, Active: true})
+		return err == nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := js.Stream(ctx, "KV_"+cfg.CatalogBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.CachedInfo().Config.Replicas; got != 3 {
+		t.Fatalf("catalog bucket %s has %d replicas, want 3 (stream_replicas)", cfg.CatalogBucket, got)
+	}
+}

@@ -32,6 +32,7 @@ const (
 	DefaultSilentAfter     = 5 * time.Minute
 	DefaultAckWait         = 30 * time.Second
 	DefaultStreamReplicas  = 1
+	DefaultCatalogBucket   = "POS_CATALOG"
 	maxBatchSize           = 10000
 )
 
@@ -55,9 +56,11 @@ type Config struct {
 	BatchSize       int
 	SilentAfter     time.Duration
 	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
+	CatalogBucket   string        // JetStream key-value bucket of the item master
 
 	// MaxSaleCents bounds every price, line and total of a stored
 	// transaction; a message above it is quarantined (docs/hq-sync.md).
+	// It is also the largest price the catalog accepts.
 	MaxSaleCents int64
 }
 
@@ -87,6 +90,7 @@ func DefaultConfig() Config {
 		BatchSize:       DefaultBatchSize,
 		SilentAfter:     DefaultSilentAfter,
 		AckWait:         DefaultAckWait,
+		CatalogBucket:   DefaultCatalogBucket,
 		MaxSaleCents:    wire.DefaultMaxSaleCents,
 	}
 }
@@ -110,9 +114,10 @@ type fileConfig struct {
 			KeyFile  *string `yaml:"key_file"`
 		} `yaml:"tls"`
 	} `yaml:"admin"`
-	BatchSize   *string `yaml:"batch_size"`
-	SilentAfter *string `yaml:"silent_after"`
-	AckWait     *string `yaml:"ack_wait"`
+	BatchSize     *string `yaml:"batch_size"`
+	SilentAfter   *string `yaml:"silent_after"`
+	AckWait       *string `yaml:"ack_wait"`
+	CatalogBucket *string `yaml:"catalog_bucket"`
 
 	MaxSaleCents *string `yaml:"max_sale_cents"`
 }
@@ -213,6 +218,7 @@ func ParseConfig(file string, data []byte) (Config, error) {
 	str(&c.Stream, fc.Stream)
 	str(&c.SubjectPrefix, fc.SubjectPrefix)
 	str(&c.Database, fc.Database)
+	str(&c.CatalogBucket, fc.CatalogBucket)
 	if fc.Admin != nil {
 		str(&c.AdminListen, fc.Admin.Listen)
 		str(&c.AdminTokenFile, fc.Admin.TokenFile)
@@ -308,6 +314,9 @@ func (c *Config) validate(v *validator) {
 	}
 	if !streamName.MatchString(c.Stream) {
 		v.add("stream", c.Stream, errors.New("must be 1-64 of [A-Za-z0-9_-]"))
+	}
+	if !streamName.MatchString(c.CatalogBucket) {
+		v.add("catalog_bucket", c.CatalogBucket, errors.New("must be 1-64 of [A-Za-z0-9_-]"))
 	}
 	if err := checkSubjectPrefix(c.SubjectPrefix); err != nil {
 		v.add("subject_prefix", c.SubjectPrefix, err)

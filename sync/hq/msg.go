@@ -16,6 +16,9 @@ import (
 var (
 	storeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 	flowNoPattern  = regexp.MustCompile(`^[0-9]{1,32}$`)
+	// adjustmentIDPattern: the store's ids are 16 hex digits; any short
+	// token that fits a Nats-Msg-Id is taken.
+	adjustmentIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
 // Rejection reasons, the label of posedge_hq_rejected_total.
@@ -45,7 +48,8 @@ const maxBodyBytes = 1 << 20
 
 // DecodeMsg turns a message of the stream into a Msg: subject
 // "<prefix>.<store>" is a transaction, "<prefix>.<store>.manifest" a
-// manifest and "<prefix>.<store>.heartbeat" a heartbeat. schema is the
+// manifest, "<prefix>.<store>.heartbeat" a heartbeat and
+// "<prefix>.<store>.stock" a stock adjustment. schema is the
 // Posedge-Schema header ("" is taken as 1). A message that can never be
 // stored returns a *RejectError.
 func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time) (Msg, error) {
@@ -126,6 +130,36 @@ func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time
 			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", m.Heartbeat.StoreID, subject)
 		}
 		m.SentAt = sentAt(m.Heartbeat.SentAt, receivedAt)
+	case len(toks) == 2 && toks[1] == "stock":
+		m.Kind = KindStockAdjustment
+		if err := strictJSON(body, &m.Adjustment); err != nil {
+			return Msg{}, err
+		}
+		a := m.Adjustment
+		if a.StoreID != storeID {
+			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", a.StoreID, subject)
+		}
+		created, err := time.Parse(time.RFC3339Nano, a.CreatedAt)
+		var bad []string
+		if !adjustmentIDPattern.MatchString(a.AdjustmentID) {
+			bad = append(bad, "adjustment_id")
+		}
+		if !barcodePattern.MatchString(a.Barcode) {
+			bad = append(bad, "barcode")
+		}
+		if a.Delta == 0 {
+			bad = append(bad, "delta")
+		}
+		if !wire.ValidAdjustmentReason(a.Reason) {
+			bad = append(bad, "reason")
+		}
+		if err != nil {
+			bad = append(bad, "created_at")
+		}
+		if len(bad) > 0 {
+			return Msg{}, reject(reasonInvalid, "stock adjustment: bad or missing %s", strings.Join(bad, ", "))
+		}
+		m.CreatedAt = created.UTC()
 	default:
 		return Msg{}, reject(reasonSubject, "unknown subject %q", subject)
 	}

@@ -50,6 +50,17 @@ var postgresSchema = []string{
 		received_at TIMESTAMPTZ NOT NULL,
 		PRIMARY KEY (store_id, flow_no, body_sha256)
 	)`,
+	`CREATE TABLE IF NOT EXISTS stock_adjustments (
+		store_id      TEXT NOT NULL,
+		adjustment_id TEXT NOT NULL,
+		barcode       TEXT NOT NULL,
+		delta         BIGINT NOT NULL,
+		reason        TEXT NOT NULL,
+		created_at    TIMESTAMPTZ NOT NULL,
+		body          JSON NOT NULL,
+		received_at   TIMESTAMPTZ NOT NULL,
+		PRIMARY KEY (store_id, adjustment_id)
+	)`,
 	`CREATE TABLE IF NOT EXISTS quarantine (
 		store_id    TEXT NOT NULL,
 		flow_no     TEXT NOT NULL,
@@ -366,6 +377,10 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 			hb := m.Heartbeat
 			tag, err = tx.Exec(ctx, pgUpsertHeartbeat, m.StoreID, m.SentAt, m.ReceivedAt, hb.Backlog,
 				hb.OldestUnsent, hb.Version, string(m.Body))
+		case KindStockAdjustment:
+			a := m.Adjustment
+			tag, err = tx.Exec(ctx, pgInsertAdjustment, m.StoreID, a.AdjustmentID, a.Barcode, a.Delta, a.Reason,
+				m.CreatedAt, string(m.Body), m.ReceivedAt)
 		default:
 			err = fmt.Errorf("message %d: unknown kind %v", i, m.Kind)
 		}

@@ -140,8 +140,14 @@ func (r *Receiver) Run(ctx context.Context) error {
 }
 
 func (r *Receiver) connect() (*nats.Conn, error) {
+	return connectNATS(r.cfg, r.name, r.log)
+}
+
+// connectNATS dials cfg's NATS with its credentials and TLS, retrying
+// and reconnecting for ever; name tells the connection apart.
+func connectNATS(cfg Config, name string, log *slog.Logger) (*nats.Conn, error) {
 	opts := []nats.Option{
-		nats.Name(r.name),
+		nats.Name(name),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),
 		nats.ReconnectWait(time.Second),
@@ -151,36 +157,36 @@ func (r *Receiver) connect() (*nats.Conn, error) {
 		nats.PingInterval(10 * time.Second),
 		nats.MaxPingsOutstanding(3),
 		nats.ConnectHandler(func(nc *nats.Conn) {
-			r.log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
+			log.Info("NATS connected", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: closed on purpose
-				r.log.Warn("NATS disconnected", "err", err)
+				log.Warn("NATS disconnected", "err", err)
 			}
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
-			r.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
+			log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
 		}),
 		nats.ErrorHandler(func(_ *nats.Conn, sub *nats.Subscription, err error) {
 			subj := ""
 			if sub != nil {
 				subj = sub.Subject
 			}
-			r.log.Warn("NATS error", "subject", subj, "err", err)
+			log.Warn("NATS error", "subject", subj, "err", err)
 		}),
 	}
-	if r.cfg.CredsFile != "" {
-		opts = append(opts, nats.UserCredentials(r.cfg.CredsFile))
+	if cfg.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(cfg.CredsFile))
 	}
-	if r.cfg.TLS.CAFile != "" {
-		opts = append(opts, nats.RootCAs(r.cfg.TLS.CAFile))
+	if cfg.TLS.CAFile != "" {
+		opts = append(opts, nats.RootCAs(cfg.TLS.CAFile))
 	}
-	if r.cfg.TLS.CertFile != "" {
-		opts = append(opts, nats.ClientCert(r.cfg.TLS.CertFile, r.cfg.TLS.KeyFile))
+	if cfg.TLS.CertFile != "" {
+		opts = append(opts, nats.ClientCert(cfg.TLS.CertFile, cfg.TLS.KeyFile))
 	}
-	nc, err := nats.Connect(r.cfg.NATSURL, opts...)
+	nc, err := nats.Connect(cfg.NATSURL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %s: %w", natsurl.Redact(r.cfg.NATSURL), err)
+		return nil, fmt.Errorf("connect to NATS %s: %w", natsurl.Redact(cfg.NATSURL), err)
 	}
 	return nc, nil
 }

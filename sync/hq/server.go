@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 )
@@ -31,7 +33,7 @@ func NewServer(cfg Config, log *slog.Logger, version string) *Server {
 // admin address is taken; an unreachable NATS is waited for.
 func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("posedge-hq starting", "version", s.version, "nats_url", natsurl.Redact(s.cfg.NATSURL), "stream", s.cfg.Stream,
-		"subject_prefix", s.cfg.SubjectPrefix, "database", redactURL(s.cfg.Database), "admin_listen", s.cfg.AdminListen)
+		"subject_prefix", s.cfg.SubjectPrefix, "catalog_bucket", s.cfg.CatalogBucket, "database", redactURL(s.cfg.Database), "admin_listen", s.cfg.AdminListen)
 	store, err := OpenStore(ctx, s.cfg.Database, StoreOptions{SilentAfter: s.cfg.SilentAfter, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
@@ -41,7 +43,23 @@ func (s *Server) Run(ctx context.Context) error {
 	recv := NewReceiver(s.cfg, store, metrics, s.log, "")
 	metrics.ObserveReceiver(recv, store, s.log)
 
-	srv, err := s.adminServer(NewAdminHandler(store, recv, metrics, s.log))
+	// The catalog has a connection of its own: its writes never queue
+	// behind the receiver's batches.
+	catNC, err := connectNATS(s.cfg, "posedge-hq catalog", s.log)
+	if err != nil {
+		return err
+	}
+	defer catNC.Close()
+	catJS, err := jetstream.New(catNC)
+	if err != nil {
+		return fmt.Errorf("jetstream: %w", err)
+	}
+	// The catalog routes sit behind the same token, TLS and clean-path
+	// guard as every other admin route.
+	mux := http.NewServeMux()
+	mux.Handle("/admin/v1/catalog/", NewCatalogHandler(NewCatalog(s.cfg, catJS), s.cfg.MaxSaleCents, s.log))
+	mux.Handle("/", NewAdminHandler(store, recv, metrics, s.log))
+	srv, err := s.adminServer(httpguard.CleanPaths(mux))
 	if err != nil {
 		return err
 	}

@@ -89,6 +89,17 @@ var sqliteSchema = []string{
 		version       TEXT NOT NULL,
 		body          TEXT NOT NULL
 	)`,
+	`CREATE TABLE IF NOT EXISTS stock_adjustments (
+		store_id      TEXT NOT NULL,
+		adjustment_id TEXT NOT NULL,
+		barcode       TEXT NOT NULL,
+		delta         INTEGER NOT NULL,
+		reason        TEXT NOT NULL,
+		created_at    TEXT NOT NULL,
+		body          TEXT NOT NULL,
+		received_at   TEXT NOT NULL,
+		PRIMARY KEY (store_id, adjustment_id)
+	)`,
 	`CREATE TABLE IF NOT EXISTS stores (
 		store_id         TEXT NOT NULL PRIMARY KEY,
 		txn_count        INTEGER NOT NULL,
@@ -115,7 +126,7 @@ type SQLiteStore struct {
 // more parsing a statement than running it.
 type sqliteStmts struct {
 	insertTxn, storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay *sql.Stmt
-	insertQuarantine, readDay                                                                      *sql.Stmt
+	insertQuarantine, readDay, insertAdjustment                                                    *sql.Stmt
 }
 
 func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -129,6 +140,7 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.upsertManifest, sqliteUpsertManifest},
 		{&st.upsertHeartbeat, sqliteUpsertHeartbeat},
 		{&st.upsertStore, sqliteUpsertStore},
+		{&st.insertAdjustment, insertAdjustmentSQL},
 		{&st.upsertDay, sqliteUpsertDay},
 		{&st.insertQuarantine, sqliteInsertQuarantine},
 		{&st.readDay, sqliteReadDay},
@@ -346,6 +358,10 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 		case KindHeartbeat:
 			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.upsertHeartbeat), m.StoreID, formatTS(m.SentAt), formatTS(m.ReceivedAt),
 				m.Heartbeat.Backlog, m.Heartbeat.OldestUnsent, m.Heartbeat.Version, string(m.Body))
+		case KindStockAdjustment:
+			a := m.Adjustment
+			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.insertAdjustment), m.StoreID, a.AdjustmentID, a.Barcode, a.Delta,
+				a.Reason, formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt))
 		default:
 			err = fmt.Errorf("message %d: unknown kind %v", i, m.Kind)
 		}

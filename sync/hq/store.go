@@ -41,6 +41,9 @@ type Store interface {
 	// Conflicts lists the bodies that arrived for an already stored
 	// (store_id, flow_no) with a different content, oldest first.
 	Conflicts(ctx context.Context, storeID string) ([]StoredConflict, error)
+	// StockAdjustments lists a store's stored stock adjustments, oldest
+	// first.
+	StockAdjustments(ctx context.Context, storeID string) ([]StoredAdjustment, error)
 	// Quarantined lists the transactions of storeID that were quarantined
 	// rather than stored (Msg.Quarantine, or a day total that would
 	// overflow), oldest first.
@@ -61,6 +64,17 @@ type StoredConflict struct {
 	ReceivedAt time.Time       `json:"received_at"`
 }
 
+// StoredAdjustment is one row of the stock_adjustments table.
+type StoredAdjustment struct {
+	StoreID      string          `json:"store_id"`
+	AdjustmentID string          `json:"adjustment_id"`
+	Barcode      string          `json:"barcode"`
+	Delta        int64           `json:"delta"`
+	Reason       string          `json:"reason"`
+	CreatedAt    time.Time       `json:"created_at"`
+	Body         json.RawMessage `json:"body"`
+}
+
 // StoredQuarantine is one row of the quarantine table.
 type StoredQuarantine struct {
 	StoreID    string          `json:"store_id"`
@@ -79,6 +93,7 @@ const (
 	KindTxn MsgKind = iota + 1
 	KindManifest
 	KindHeartbeat
+	KindStockAdjustment
 )
 
 func (k MsgKind) String() string {
@@ -89,6 +104,8 @@ func (k MsgKind) String() string {
 		return "manifest"
 	case KindHeartbeat:
 		return "heartbeat"
+	case KindStockAdjustment:
+		return "stock_adjustment"
 	}
 	return fmt.Sprintf("MsgKind(%d)", int(k))
 }
@@ -109,9 +126,10 @@ type Msg struct {
 	Quarantine       string
 	QuarantineDetail string
 
-	Manifest  wire.Manifest  // KindManifest
-	Heartbeat wire.Heartbeat // KindHeartbeat
-	SentAt    time.Time      // KindManifest, KindHeartbeat
+	Manifest   wire.Manifest        // KindManifest
+	Heartbeat  wire.Heartbeat       // KindHeartbeat
+	Adjustment wire.StockAdjustment // KindStockAdjustment (CreatedAt set too)
+	SentAt     time.Time            // KindManifest, KindHeartbeat
 }
 
 // Outcome is what became of one message.

@@ -75,6 +75,7 @@ func TestStore(t *testing.T) {
 			t.Run("Completeness", func(t *testing.T) { testCompleteness(t, open) })
 			t.Run("ManifestAndHeartbeatNewestWins", func(t *testing.T) { testNewestWins(t, open) })
 			t.Run("Reopen", func(t *testing.T) { testReopen(t, open) })
+			t.Run("StockAdjustmentOnce", func(t *testing.T) { testStockAdjustmentOnce(t, open) })
 			t.Run("Quarantine", func(t *testing.T) { testQuarantine(t, open) })
 		})
 	}

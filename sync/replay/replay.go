@@ -322,6 +322,13 @@ func (r *Replayer) replay(ctx context.Context, l *link) {
 			sleep(ctx, r.cfg.Idle, r.wake)
 			continue
 		}
+		if r.inflight == nil {
+			// Stock adjustments between batches of sales, never beside
+			// one in flight: the budget is charged once either way.
+			if k, err := r.adjustments(ctx, l); err != nil && ctx.Err() == nil {
+				r.log.Warn("stock adjustments not sent yet; retrying", "err", err, "sent", k)
+			}
+		}
 		n, err := r.batch(ctx, l)
 		switch {
 		case ctx.Err() != nil:

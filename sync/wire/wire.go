@@ -133,3 +133,30 @@ type Heartbeat struct {
 	OldestUnsent string `json:"oldest_unsent,omitempty"`
 	Version      string `json:"version"`
 }
+
+// StockSubject carries a store's stock adjustments (contract §6).
+func StockSubject(prefix, storeID string) string { return prefix + "." + storeID + ".stock" }
+
+// AdjustmentMsgID is the Nats-Msg-Id of a stock adjustment.
+func AdjustmentMsgID(storeID, adjustmentID string) string { return storeID + ".adj." + adjustmentID }
+
+// StockAdjustment is a relative stock change made at a store (receiving
+// goods, a count, damage), sent to HQ once.
+type StockAdjustment struct {
+	StoreID      string `json:"store_id"`
+	AdjustmentID string `json:"adjustment_id"`
+	Barcode      string `json:"barcode"`
+	Delta        int64  `json:"delta"`
+	Reason       string `json:"reason"` // receiving | count | damage | other
+	Stock        int64  `json:"stock"`  // the stock after it, at the store
+	CreatedAt    string `json:"created_at"`
+}
+
+// ValidAdjustmentReason tells the reasons a stock adjustment may give.
+func ValidAdjustmentReason(s string) bool {
+	switch s {
+	case "receiving", "count", "damage", "other":
+		return true
+	}
+	return false
+}

@@ -1,0 +1,123 @@
+package ledger_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/offline/journal"
+)
+
+// A catalog change reaches Redis and the daemon's copy; stock stays the
+// store's; a deactivated item is unknown to lookups and sales but batch
+// uploads of past sales still go through.
+func TestApplyCatalog(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	apply := func(c ledger.CatalogChange) string {
+		t.Helper()
+		out, err := e.l.ApplyCatalog(e.ctx, c)
+		if err != nil {
+			t.Fatalf("apply %+v: %v", c, err)
+		}
+		return out
+	}
+
+	// A new item from the catalog: stock 0, sellable by name and price.
+	if out := apply(ledger.CatalogChange{Barcode: "N", Name: "New", PriceCents: 250, Active: true, Revision: 3, Through: 3}); out != ledger.CatalogApplied {
+		t.Fatalf("outcome %s", out)
+	}
+	if it, err := e.l.Item(e.ctx, "N"); err != nil || it.Name != "New" || it.PriceCents != 250 || it.Stock != 0 {
+		t.Fatalf("item N = %+v %v, want New 250 stock 0", it, err)
+	}
+
+	// A local item with stock: the catalog changes its price, not its stock.
+	e.putItem("A", 150, 10)
+	apply(ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 175, Active: true, Revision: 5, Through: 5})
+	if it, err := e.l.Item(e.ctx, "A"); err != nil || it.PriceCents != 175 || it.Stock != 10 {
+		t.Fatalf("item A = %+v %v, want 175 stock 10", it, err)
+	}
+	e.mustSale("T01", "s1", sale1("A", 2, 175))
+
+	// Precedence and revisions, through the ledger.
+	if out := apply(ledger.CatalogChange{Barcode: "A", Name: "Apple S1", PriceCents: 160, Active: true, Revision: 4, StoreKey: true, Through: 6}); out != ledger.CatalogApplied {
+		t.Errorf("store entry over _all: %s, want applied", out)
+	}
+	if out := apply(ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 999, Active: true, Revision: 7, Through: 7}); out != ledger.CatalogStoreWins {
+		t.Errorf("_all under a store entry: %s, want store_wins", out)
+	}
+	if out := apply(ledger.CatalogChange{Barcode: "A", Name: "Apple S1", PriceCents: 160, Active: true, Revision: 4, StoreKey: true, Through: 7}); out != ledger.CatalogSame {
+		t.Errorf("redelivered revision: %s, want same", out)
+	}
+	if it, _ := e.l.Item(e.ctx, "A"); it.PriceCents != 160 || it.Stock != 8 {
+		t.Errorf("item A = %+v, want 160 with stock 8", it)
+	}
+
+	// Deactivated: lookup 404 item_not_found, sale 422 unknown_item, batch accepted.
+	apply(ledger.CatalogChange{Barcode: "A", Name: "Apple S1", PriceCents: 160, Active: false, Revision: 8, StoreKey: true, Through: 8})
+	_, err := e.l.Item(e.ctx, "A")
+	if le := refusal(t, err); le.Kind != ledger.KindNotFound || le.Code != "item_not_found" {
+		t.Errorf("lookup of an inactive item: %v, want not_found item_not_found", le)
+	}
+	_, err = e.sale("T01", "s2", sale1("A", 1, 160))
+	if le := refusal(t, err); le.Kind != ledger.KindUnprocessable || le.Code != "unknown_item" {
+		t.Errorf("sale of an inactive item: %v, want unprocessable unknown_item", le)
+	}
+	past := sale1("A", 1, 160)
+	past.OccurredAt = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	if res := e.l.Batch(e.ctx, "T01", []ledger.BatchSale{{Key: "b1", Sale: past}}); res[0].Err != nil {
+		t.Errorf("batch upload of a past sale of an inactive item: %v, want accepted", res[0].Err)
+	}
+	if got, _ := e.rdb.HGet(e.ctx, "pe:{S1}:item:A", "stock").Int64(); got != 7 {
+		t.Errorf("stock after the batch sale %d, want 7", got)
+	}
+
+	// The daemon's copy: what lookups answer while Redis is down.
+	c, err := e.j.CatalogEntry(e.ctx, "A")
+	if err != nil || c == nil || c.Active || c.Revision != 8 || c.Source != "store" {
+		t.Errorf("journal catalog entry %+v %v, want inactive rev 8 from store", c, err)
+	}
+	if rev, _, _, err := e.l.CatalogMark(e.ctx); err != nil || rev != 8 {
+		t.Errorf("catalog mark %d %v, want 8", rev, err)
+	}
+	e.l.SetRedisDown(true)
+	_, err = e.l.Item(e.ctx, "A")
+	if le := refusal(t, err); le.Code != "item_not_found" {
+		t.Errorf("degraded lookup of an inactive item: %v, want item_not_found", le)
+	}
+	if it, err := e.l.Item(e.ctx, "N"); err != nil || !it.Stale || it.PriceCents != 250 {
+		t.Errorf("degraded lookup of N = %+v %v, want the stale copy at 250", it, err)
+	}
+}
+
+// A Redis that lost the latest catalog change (a failover) gets it back
+// from the journal's copy with the repair; a local override made after
+// the change is kept.
+func TestRepairReappliesCatalog(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	for _, c := range []ledger.CatalogChange{
+		{Barcode: "A", Name: "Apple", PriceCents: 100, Active: true, Revision: 3, Through: 3},
+		{Barcode: "A", Name: "Apple", PriceCents: 120, Active: false, Revision: 5, Through: 5},
+		{Barcode: "B", Name: "Bread", PriceCents: 200, Active: true, Revision: 6, Through: 6},
+	} {
+		if _, err := e.l.ApplyCatalog(e.ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// What a promoted replica that missed revision 5 holds.
+	e.rdb.HSet(e.ctx, "pe:{S1}:item:A", "price_cents", "100", "active", "1", "cat_rev", "3")
+	// A local override of B after its catalog change.
+	e.putItem("B", 190, 4)
+	if err := e.l.Repair(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.l.Item(e.ctx, "A"); refusal(t, err).Code != "item_not_found" {
+		t.Errorf("A after the repair: %v, want inactive again (revision 5)", err)
+	}
+	if got, _ := e.rdb.HMGet(e.ctx, "pe:{S1}:item:A", "price_cents", "cat_rev").Result(); fmt.Sprint(got) != "[120 5]" {
+		t.Errorf("A in redis %v, want price 120 at revision 5", got)
+	}
+	if it, err := e.l.Item(e.ctx, "B"); err != nil || it.PriceCents != 190 || it.Stock != 4 {
+		t.Errorf("B = %+v %v, want the local override kept (190, stock 4)", it, err)
+	}
+}
