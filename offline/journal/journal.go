@@ -140,6 +140,11 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		}
 		if j.st, err = prepareStmts(ctx, r, nil); err != nil {
 			r.Close()
+			if strings.Contains(err.Error(), "no such table") {
+				// Read-only never migrates: a journal this version has not
+				// opened for writing yet lacks its newer tables.
+				return nil, fmt.Errorf("open journal %s read-only: written by an older posedge and not yet upgraded (start the daemon once): %w", path, err)
+			}
 			return nil, fmt.Errorf("open journal %s: %w", path, err)
 		}
 		j.r = r
