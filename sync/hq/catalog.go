@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"sync"
 	"time"
@@ -109,6 +110,29 @@ func (c *Catalog) Bucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	c.kv = kv
 	return kv, nil
+}
+
+// Ensure creates the bucket as soon as JetStream allows (a cluster may
+// have no meta leader yet), so stores can watch it before HQ's first
+// price change rather than retrying "bucket not found" until then.
+func (c *Catalog) Ensure(ctx context.Context, log *slog.Logger) {
+	wait := time.Second
+	for {
+		bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_, err := c.Bucket(bctx)
+		cancel()
+		if err == nil {
+			log.Info("catalog bucket ready", "catalog_bucket", c.cfg.CatalogBucket, "replicas", c.cfg.catalogReplicas())
+			return
+		}
+		log.Warn("catalog bucket not ready; retrying", "catalog_bucket", c.cfg.CatalogBucket, "err", err, "retry_in", wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
 }
 
 // Put writes one entry and returns its key and new revision.

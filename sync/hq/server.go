@@ -57,7 +57,9 @@ func (s *Server) Run(ctx context.Context) error {
 	// The catalog routes sit behind the same token, TLS and clean-path
 	// guard as every other admin route.
 	mux := http.NewServeMux()
-	mux.Handle("/admin/v1/catalog/", NewCatalogHandler(NewCatalog(s.cfg, catJS), s.cfg.MaxSaleCents, s.log))
+	cat := NewCatalog(s.cfg, catJS)
+	go cat.Ensure(ctx, s.log)
+	mux.Handle("/admin/v1/catalog/", NewCatalogHandler(cat, s.cfg.MaxSaleCents, s.log))
 	mux.Handle("/", NewAdminHandler(store, recv, metrics, s.log))
 	srv, err := s.adminServer(httpguard.CleanPaths(mux))
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
 )
@@ -120,4 +122,33 @@ func TestServerAdminTokenAndTLS(t *testing.T) {
 	if code != http.StatusTooManyRequests || h.Get("Retry-After") == "" {
 		t.Errorf("after 10 failures: %d Retry-After=%q, want 429 with Retry-After", code, h.Get("Retry-After"))
 	}
+}
+
+// A started posedge-hq creates the catalog bucket before any price is
+// written, so stores watch it from their first start instead of
+// retrying "bucket not found" until HQ's first change.
+func TestServerCreatesTheCatalogBucketAtStart(t *testing.T) {
+	n := testenv.StartNATS(t)
+	dir := t.TempDir()
+	cfg := testConfig(n.URL(), "sqlite://"+filepath.Join(dir, "hq.db"))
+	cfg.AdminListen = fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- hq.NewServer(cfg, testLogger(t), "test").Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	nc, err := nats.Connect(n.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	testenv.WaitFor(t, 30*time.Second, "catalog bucket "+cfg.CatalogBucket+" created by posedge-hq", func() bool {
+		_, last = js.KeyValue(context.Background(), cfg.CatalogBucket)
+		return last == nil
+	})
 }
