@@ -279,7 +279,12 @@ func Evaluate(f Facts, th Thresholds) Report {
 			add("replicas", OK, fmt.Sprintf("%d of %d replicas online%s", f.Redis.Replicas, f.Redis.WantReplicas, lagDetail(f.Redis.MaxLagSeconds)), "")
 		}
 		if f.Redis.OK && f.Redis.Latency > 0 {
+			// Rounded for reading, never to 0s: a loopback Redis answers
+			// in tens of microseconds.
 			lat := f.Redis.Latency.Round(time.Millisecond / 10)
+			if lat < time.Millisecond {
+				lat = max(f.Redis.Latency.Round(time.Microsecond), time.Microsecond)
+			}
 			if th.RedisTimeout > 0 && f.Redis.Latency >= th.RedisTimeout/2 {
 				add("redis_latency", Warn, fmt.Sprintf("Redis answers slowly: even its fastest call took %v (redis.timeout %v)", lat, th.RedisTimeout),
 					"calls that reach redis.timeout fail and sales go on in degraded mode; check the Redis host's load, disk and network")

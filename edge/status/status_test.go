@@ -336,6 +336,9 @@ func TestStatusNamesWhatIsWrong(t *testing.T) {
 		{"fallback hold over, no request since", "limiter", "is over; Redis decides again from the next request", func(f *Facts) {
 			f.FallbackActive, f.FallbackHeldUntil = true, f.Now.Add(-time.Second)
 		}},
+		{"a fast Redis never shown as 0s", "redis_latency", "answers in 42µs", func(f *Facts) {
+			f.Redis.Latency = 42 * time.Microsecond
+		}},
 		{"fallback while Redis is down", "limiter", "Redis unreachable", func(f *Facts) {
 			f.FallbackActive, f.Redis.OK, f.Degraded = true, false, true
 		}},
