@@ -12,12 +12,18 @@
 -- ARGV[5] source: "store" (<store_id>.<barcode>) | "all" (_all.<barcode>)
 -- ARGV[6] "1" to take the change whatever the item holds (a full reload,
 --         whose revisions may be lower than a recreated bucket's old ones)
+-- ARGV[7] "0" when the store knew the item already (its journal has it):
+--         Redis lacking it then lost it, and an item made here would have
+--         stock 0 instead of the journal's — the repair restores it whole.
+--         Absent or "1": an item new to the store, created with stock 0.
 --
 -- Returns {"applied", stock} | {"same", stock} (this very revision again:
--- a redelivery) | {"skipped", reason} with reason "store_wins" or "stale".
+-- a redelivery) | {"skipped", reason} with reason "store_wins", "stale" or
+-- "missing" (ARGV[7] "0" and Redis lacks the item: nothing written).
 
 local rev, src = tonumber(ARGV[4]), ARGV[5]
-local cur = redis.call('HMGET', KEYS[1], 'cat_rev', 'cat_src', 'stock')
+local cur = redis.call('HMGET', KEYS[1], 'cat_rev', 'cat_src', 'stock', 'name')
+if not cur[4] and ARGV[7] == '0' then return {'skipped', 'missing'} end
 if ARGV[6] ~= '1' and cur[1] then
   local crev, csrc = tonumber(cur[1]), cur[2]
   if src == 'all' and csrc == 'store' then return {'skipped', 'store_wins'} end

@@ -11,6 +11,10 @@
 --                              the hash keeps txn.lua's 400-day expiry
 --   'stock'   ''    delta ''   HINCRBY the item's stock, if the item exists
 --   'item'    name  price stock  restore an item, only while still missing
+--   'catalog' active rev  source the catalog entry of the item the 'item'
+--                              before it restored (rev > 0): HQ's active flag
+--                              and revision, on an item that has no entry
+--                              (never over one Redis holds, newer or not)
 -- Counter and stock corrections are deltas, so sales made meanwhile are
 -- kept. Money (price) stays a string end to end: Lua numbers are doubles.
 --
@@ -34,6 +38,10 @@ for i = 1, n do
   elseif op == 'item' then
     if redis.call('EXISTS', key) == 0 then
       redis.call('HSET', key, 'name', a, 'price_cents', b, 'stock', c)
+    end
+  elseif op == 'catalog' then
+    if redis.call('HEXISTS', key, 'cat_rev') == 0 and redis.call('HEXISTS', key, 'name') == 1 then
+      redis.call('HSET', key, 'active', a, 'cat_rev', b, 'cat_src', c)
     end
   else
     return redis.error_reply('ERR correct.lua: unknown op ' .. tostring(op))

@@ -13,7 +13,7 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "posedge_catalog_changes_total",
-			Help: "Catalog entries from HQ by outcome: applied, same (redelivered), store_wins, stale, deleted, invalid."}, []string{"outcome"}),
+			Help: "Catalog entries from HQ by outcome: applied, same (redelivered), store_wins, stale, deferred (redis lost the item: the repair restores it), deleted, invalid."}, []string{"outcome"}),
 		revision: prometheus.NewGauge(prometheus.GaugeOpts{Name: "posedge_catalog_revision",
 			Help: "Catalog bucket revision the store has applied through."}),
 		lag: prometheus.NewGauge(prometheus.GaugeOpts{Name: "posedge_catalog_lag_changes",
@@ -23,7 +23,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reloads: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_catalog_reloads_total",
 			Help: "Full reloads of the catalog (first start, or the bucket recreated or purged)."}),
 	}
-	for _, o := range []string{"applied", "same", "store_wins", "stale", "deleted", "invalid"} {
+	for _, o := range []string{"applied", "same", "store_wins", "stale", "deferred", "deleted", "invalid"} {
 		m.changes.WithLabelValues(o)
 	}
 	if reg != nil {

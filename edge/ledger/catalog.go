@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -33,6 +34,10 @@ const (
 	CatalogSame      = "same"       // the item already showed this revision (a redelivery)
 	CatalogStoreWins = "store_wins" // an _all change under a store entry: kept
 	CatalogStale     = "stale"      // older than what the item holds: kept
+	// CatalogDeferred: Redis lacks an item the store knew (it lost
+	// writes): the daemon's copy took the change and the repair restores
+	// the item whole, stock included, rather than making it with stock 0.
+	CatalogDeferred = "deferred"
 )
 
 var catalogScript = lua.MustScript("catalog_apply.lua")
@@ -57,10 +62,20 @@ func (l *Ledger) ApplyCatalog(ctx context.Context, c CatalogChange) (string, err
 	if c.Force {
 		force = "1"
 	}
+	l.catalogMu.Lock()
+	defer l.catalogMu.Unlock()
+	known, err := l.j.Item(ctx, c.Barcode)
+	if err != nil {
+		return "", fmt.Errorf("apply catalog change of %s: %w", c.Barcode, err)
+	}
+	create := "1"
+	if known != nil {
+		create = "0"
+	}
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
 	res, err := catalogScript.Run(rctx, l.rdb, []string{l.k.item(c.Barcode)}, c.Name,
-		strconv.FormatInt(c.PriceCents, 10), active, strconv.FormatUint(c.Revision, 10), src, force).StringSlice()
+		strconv.FormatInt(c.PriceCents, 10), active, strconv.FormatUint(c.Revision, 10), src, force, create).StringSlice()
 	if err != nil {
 		if outage(ctx, err) {
 			l.SetRedisDown(true)
@@ -70,9 +85,18 @@ func (l *Ledger) ApplyCatalog(ctx context.Context, c CatalogChange) (string, err
 	outcome := res[1]
 	var copy *journal.CatalogItem
 	var stock int64
-	if res[0] == CatalogApplied || res[0] == CatalogSame {
+	switch {
+	case res[0] == CatalogApplied || res[0] == CatalogSame:
 		outcome = res[0]
 		stock, _ = strconv.ParseInt(res[1], 10, 64)
+	case outcome == "missing":
+		// The daemon's copy takes the change as the precedence rules
+		// would have; the repair brings the item back from it.
+		outcome = l.catalogOutcome(ctx, c, src)
+		l.repairWanted.Store(true)
+		l.log.Warn("redis lacks an item the journal knows (it lost writes): the repair restores it", "barcode", c.Barcode)
+	}
+	if outcome == CatalogApplied || outcome == CatalogSame || outcome == CatalogDeferred {
 		copy = &journal.CatalogItem{Barcode: c.Barcode, Name: c.Name, PriceCents: c.PriceCents, Active: c.Active,
 			Revision: c.Revision, Source: src}
 	}
@@ -94,31 +118,122 @@ func (l *Ledger) CatalogMark(ctx context.Context) (rev uint64, bucketID string, 
 	return l.j.CatalogMark(ctx)
 }
 
-// ReapplyCatalog applies again the catalog entries the journal recorded
-// since a time, by the same rules: a Redis that lost its latest writes
-// gets back the changes it lacks, one that has them keeps them (same
-// revision, or a local override made since).
-func (l *Ledger) ReapplyCatalog(ctx context.Context, since time.Time) (int, error) {
-	items, err := l.j.CatalogSince(ctx, since)
-	if err != nil {
-		return 0, err
+// catalogOutcome is what catalog_apply.lua would answer for change c of
+// source src over the entry the daemon's copy holds for its barcode:
+// CatalogDeferred when the change wins (the copy takes it), else the
+// reason it does not.
+func (l *Ledger) catalogOutcome(ctx context.Context, c CatalogChange, src string) string {
+	cur, err := l.j.CatalogEntry(ctx, c.Barcode)
+	switch {
+	case err != nil || cur == nil || c.Force:
+		return CatalogDeferred
+	case src == "all" && cur.Source == "store":
+		return CatalogStoreWins
+	case src == cur.Source && c.Revision == cur.Revision:
+		return CatalogSame
+	case src == cur.Source && c.Revision < cur.Revision:
+		return CatalogStale
 	}
-	n := 0
-	for _, it := range items {
-		active := "0"
-		if it.Active {
-			active = "1"
+	return CatalogDeferred
+}
+
+// restoreChunk is how many items one item_restore.lua call handles.
+const restoreChunk = 500
+
+// RestoreItems brings back what Redis lost of the item master, from the
+// journal: every catalog entry the daemon applied is applied again to the
+// items Redis holds, by the catalog's rules (what Redis lacks comes back;
+// what it has, or a local override made since, stays), and every item
+// Redis lacks is made again whole — name and price, HQ's active flag and
+// revision, and the stock the journal expects (set, minus sales, plus
+// refunds and adjustments since). Run after the journaled transactions are
+// applied again (ReapplyRecent, ApplyDegraded): those skip the stock of
+// items Redis lacks and the journal's expectation counts them, so an item
+// made here is right at once, never at stock 0 first. It returns how many
+// catalog entries it applied again and how many items it made.
+func (l *Ledger) RestoreItems(ctx context.Context) (applied, created int, err error) {
+	l.catalogMu.Lock()
+	defer l.catalogMu.Unlock()
+	barcodes, err := l.j.ItemBarcodes(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	entries, err := l.j.CatalogItems(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	cat := make(map[string]journal.CatalogItem, len(entries))
+	for _, e := range entries {
+		cat[e.Barcode] = e
+	}
+	var missing []string
+	for i := 0; i < len(barcodes); i += restoreChunk {
+		chunk := barcodes[i:min(i+restoreChunk, len(barcodes))]
+		keys := make([]string, len(chunk))
+		args := make([]any, 1, 1+5*len(chunk))
+		args[0] = "catalog"
+		for n, b := range chunk {
+			keys[n] = l.k.item(b)
+			e, ok := cat[b]
+			if !ok {
+				args = append(args, "", "0", "1", "0", "")
+				continue
+			}
+			args = append(args, e.Name, strconv.FormatInt(e.PriceCents, 10), flag(e.Active), strconv.FormatUint(e.Revision, 10), e.Source)
 		}
-		rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
-		res, err := catalogScript.Run(rctx, l.rdb, []string{l.k.item(it.Barcode)}, it.Name, strconv.FormatInt(it.PriceCents, 10),
-			active, strconv.FormatUint(it.Revision, 10), it.Source, "0").StringSlice()
+		rctx, cancel := context.WithTimeout(ctx, bulkTimeout)
+		res, err := restoreScript.Run(rctx, l.rdb, keys, args...).Int64Slice()
 		cancel()
 		if err != nil {
-			return n, fmt.Errorf("re-apply catalog entry of %s: %w", it.Barcode, err)
+			return applied, 0, fmt.Errorf("apply the journal's catalog entries again: %w", err)
 		}
-		if res[0] == CatalogApplied {
-			n++
+		applied += int(res[0])
+		for _, idx := range res[1:] {
+			missing = append(missing, chunk[idx-1])
 		}
 	}
-	return n, nil
+	if len(missing) == 0 {
+		return applied, 0, nil
+	}
+	items, err := l.j.ExpectedStock(ctx, math.MaxInt64)
+	if err != nil {
+		return applied, 0, fmt.Errorf("restore items redis lost: %w", err)
+	}
+	want := make(map[string]journal.ItemStock, len(items))
+	for _, it := range items {
+		want[it.Barcode] = it
+	}
+	for i := 0; i < len(missing); i += restoreChunk {
+		keys := make([]string, 0, restoreChunk)
+		args := []any{"create"}
+		for _, b := range missing[i:min(i+restoreChunk, len(missing))] {
+			it, ok := want[b]
+			if !ok {
+				continue // deleted meanwhile
+			}
+			keys = append(keys, l.k.item(b))
+			args = append(args, it.Name, strconv.FormatInt(it.PriceCents, 10), strconv.FormatInt(it.Expected, 10),
+				flag(it.Active), strconv.FormatUint(it.Revision, 10), it.Source)
+		}
+		if len(keys) == 0 {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, bulkTimeout)
+		res, err := restoreScript.Run(rctx, l.rdb, keys, args...).Int64Slice()
+		cancel()
+		if err != nil {
+			return applied, created, fmt.Errorf("restore items redis lost: %w", err)
+		}
+		created += int(res[0])
+	}
+	return applied, created, nil
+}
+
+var restoreScript = lua.MustScript("item_restore.lua")
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }

@@ -19,6 +19,7 @@ func (k keys) item(barcode string) string   { return k.p + "item:" + barcode }
 func (k keys) adjustment(key string) string { return k.p + "adj:" + key }
 func (k keys) lock(job string) string       { return k.p + "lock:" + job } // edge/lock adds ":fence"
 func (k keys) alive() string                { return k.p + "alive" }       // the instance id of the daemon that pinged last
+func (k keys) repaired() string             { return k.p + "repaired" }    // set by the last repair; gone when Redis lost its data
 
 // idemScan is the SCAN pattern of every idempotency record; idemOf reads
 // the terminal and key back from a record's key.

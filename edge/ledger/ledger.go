@@ -53,6 +53,12 @@ type Ledger struct {
 	inflightMu  sync.Mutex
 	inflight    map[string]bool
 	refundLocks sync.Map // original flow no → *sync.Mutex
+	// catalogMu: a catalog change and the restore of lost items one at a
+	// time, so a change never lands between the restore's two passes.
+	catalogMu sync.Mutex
+	// repairWanted: a catalog change found Redis lacking an item the
+	// journal knows (it lost writes): Watch repairs at its next tick.
+	repairWanted atomic.Bool
 }
 
 type metrics struct {

@@ -206,7 +206,7 @@ func (l *Ledger) RaiseSequence(ctx context.Context) error {
 // Repair brings Redis in line with the journal after it may have lost
 // writes: the flow sequence is raised past the journal's, recent journaled
 // transactions Redis lacks are applied again, degraded ones applied once,
-// recent catalog changes applied again.
+// the item master restored (RestoreItems).
 func (l *Ledger) Repair(ctx context.Context) error {
 	if err := l.RaiseSequence(ctx); err != nil {
 		return fmt.Errorf("raise flow sequence: %w", err)
@@ -219,12 +219,39 @@ func (l *Ledger) Repair(ctx context.Context) error {
 	} else if n > 0 {
 		l.log.Info("applied degraded transactions to redis", "count", n)
 	}
-	if n, err := l.ReapplyCatalog(ctx, l.now().Add(-ReapplyWindow)); err != nil {
-		return fmt.Errorf("re-apply recent catalog changes: %w", err)
-	} else if n > 0 {
-		l.log.Warn("redis lacked recent catalog changes; applied them again", "count", n)
+	// Items last: the transactions applied again above skip the stock of
+	// items Redis lacks, and the stock an item is made with counts them.
+	applied, created, err := l.RestoreItems(ctx)
+	if err != nil {
+		return fmt.Errorf("restore the item master: %w", err)
+	}
+	if applied > 0 {
+		l.log.Warn("redis lacked catalog changes the journal holds; applied them again", "count", applied)
+	}
+	if created > 0 {
+		l.log.Warn("redis lacked items the journal holds; restored them with the journal's stock", "count", created)
+	}
+	// The mark a FLUSHALL (or any loss that keeps the master) removes:
+	// Watch repairs again when it is gone.
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	if err := l.rdb.Set(ctx, l.k.repaired(), l.owner, 0).Err(); err != nil {
+		return fmt.Errorf("mark redis repaired: %w", err)
 	}
 	return nil
+}
+
+// lostData tells whether Redis lost what the last repair left (its mark
+// is gone: a FLUSHALL, a restart without persistence) or a catalog change
+// found an item missing since.
+func (l *Ledger) lostData(ctx context.Context) (bool, error) {
+	if l.repairWanted.Swap(false) {
+		return true, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	n, err := l.rdb.Exists(ctx, l.k.repaired()).Result()
+	return n == 0, err
 }
 
 // masterRunID identifies the Redis process serving as master: it changes
@@ -256,20 +283,29 @@ func (l *Ledger) Watch(ctx context.Context, every time.Duration, knownRunID stri
 	for {
 		err := l.Ping(ctx)
 		var id string
+		lost := false
 		if err == nil {
 			id, err = l.masterRunID(ctx)
+		}
+		if err == nil {
+			lost, err = l.lostData(ctx)
 		}
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
 			l.SetRedisDown(true)
-		case id != runID || l.Degraded() || l.hasUnapplied(ctx):
+		case id != runID || lost || l.Degraded() || l.hasUnapplied(ctx):
 			if id != runID && runID != "" {
 				l.log.Warn("redis master changed (failover or restart): repairing it from the journal", "run_id", id)
 				l.metrics.failovers.Inc()
+			} else if lost && runID != "" {
+				l.log.Warn("redis lost data without a master change (FLUSHALL?): repairing it from the journal")
 			}
 			if err := l.Repair(ctx); err != nil {
+				if lost {
+					l.repairWanted.Store(true)
+				}
 				l.log.Warn("repair redis from the journal", "err", err)
 				break
 			}

@@ -160,9 +160,18 @@ func replyString(v any) string {
 type Corrections struct {
 	Counters []CounterDelta
 	Stock    []StockDelta
-	// Restore are items Redis lost, set back (with their expected stock)
-	// only while still missing.
-	Restore []Item
+	// Restore are items Redis lost, set back (with their expected stock
+	// and HQ's catalog entry) only while still missing.
+	Restore []RestoredItem
+}
+
+// RestoredItem is an item Redis lost as the journal holds it: with the
+// stock it expects and the catalog entry the item last took.
+type RestoredItem struct {
+	Item
+	Active   bool
+	Revision uint64 // 0: the item never came from HQ's catalog
+	Source   string // store | all
 }
 
 // CounterDelta adds Delta to one field of a day's daily (or hourly)
@@ -202,20 +211,33 @@ func (l *Ledger) Correct(ctx context.Context, lk *lock.Lock, c Corrections) (int
 		keys = append(keys, l.k.item(s.Barcode))
 		args = append(args, "stock", "", s.Delta, "")
 	}
+	paired := map[int]bool{} // a 'catalog' op, never split from its 'item'
 	for _, it := range c.Restore {
 		keys = append(keys, l.k.item(it.Barcode))
 		args = append(args, "item", it.Name, strconv.FormatInt(it.PriceCents, 10), it.Stock)
+		if it.Revision > 0 {
+			paired[len(keys)] = true
+			keys = append(keys, l.k.item(it.Barcode))
+			args = append(args, "catalog", flag(it.Active), strconv.FormatUint(it.Revision, 10), it.Source)
+		}
 	}
 	done := 0
-	for i := 0; i < len(keys); i += correctChunk {
+	for i := 0; i < len(keys); {
 		j := min(i+correctChunk, len(keys))
+		if paired[j] {
+			j++
+		}
 		cctx, cancel := context.WithTimeout(ctx, bulkTimeout)
 		_, err := lk.Run(cctx, correctScript, keys[i:j], args[4*i:4*j]...)
 		cancel()
 		if err != nil {
 			return done, fmt.Errorf("correct redis from the journal: %w", err)
 		}
-		done += j - i
+		for ; i < j; i++ {
+			if !paired[i] {
+				done++
+			}
+		}
 	}
 	return done, nil
 }

@@ -55,8 +55,8 @@ func TestSnapshotAndFencedCorrections(t *testing.T) {
 	c := ledger.Corrections{
 		Counters: []ledger.CounterDelta{{Day: day, Field: "t:T01:sales", Delta: 2}, {Day: day, Hourly: true, Field: "09:sales", Delta: 1}},
 		Stock:    []ledger.StockDelta{{Barcode: "A", Delta: -3}, {Barcode: "Z", Delta: 5}}, // Z is missing: left missing
-		Restore: []ledger.Item{{Barcode: "B", Name: "b2", PriceCents: 1, Stock: 1}, // B exists: left alone
-			{Barcode: "C", Name: "c", PriceCents: 12345678901234567, Stock: 7}},
+		Restore: []ledger.RestoredItem{{Item: ledger.Item{Barcode: "B", Name: "b2", PriceCents: 1, Stock: 1}}, // B exists: left alone
+			{Item: ledger.Item{Barcode: "C", Name: "c", PriceCents: 12345678901234567, Stock: 7}}},
 	}
 	if n, err := l.Correct(ctx, lk, c); err != nil || n != c.Len() {
 		t.Fatalf("correct: %d %v, want %d", n, err, c.Len())

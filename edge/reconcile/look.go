@@ -103,7 +103,7 @@ func (r *Reconciler) look(ctx context.Context, days []string) (*look, error) {
 		}
 		n, ok := snap.Stock[b]
 		if !ok {
-			lk.stock = append(lk.stock, StockDiff{Barcode: b, Expected: it.Expected, Drift: -it.Expected, name: it.Name, price: it.PriceCents})
+			lk.stock = append(lk.stock, StockDiff{Barcode: b, Expected: it.Expected, Drift: -it.Expected, item: it})
 			continue
 		}
 		if n != it.Expected {
@@ -172,7 +172,8 @@ func (r *Reconciler) correct(ctx context.Context, lk *lock.Lock, counters []Diff
 	}
 	for _, s := range stock {
 		if s.Redis == nil {
-			c.Restore = append(c.Restore, ledger.Item{Barcode: s.Barcode, Name: s.name, PriceCents: s.price, Stock: s.Expected})
+			c.Restore = append(c.Restore, ledger.RestoredItem{Item: ledger.Item{Barcode: s.Barcode, Name: s.item.Name,
+				PriceCents: s.item.PriceCents, Stock: s.Expected}, Active: s.item.Active, Revision: s.item.Revision, Source: s.item.Source})
 		} else {
 			c.Stock = append(c.Stock, ledger.StockDelta{Barcode: s.Barcode, Delta: -s.Drift})
 		}

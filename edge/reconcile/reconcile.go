@@ -174,8 +174,7 @@ type StockDiff struct {
 	Expected int64  `json:"expected"`
 	Drift    int64  `json:"drift"` // Redis − expected
 
-	name  string // to restore an item Redis lost
-	price int64
+	item journal.ItemStock // the journal's copy, to restore an item Redis lost
 }
 
 func (d Diff) id() string   { return d.Day + "|" + d.Key + "|" + d.Field }

@@ -50,8 +50,10 @@ type CatalogItem struct {
 func (j *Journal) ApplyCatalog(ctx context.Context, it *CatalogItem, stock int64, through uint64, at time.Time) error {
 	return j.write(ctx, func(tx *sql.Tx) error {
 		if it != nil {
+			// updated_at is when the stock was last set (ExpectedStock
+			// counts moves from then on): a known item keeps it.
 			if _, err := tx.Exec(`INSERT INTO items (barcode, name, price_cents, stock, updated_at) VALUES (?,?,?,?,?)
-				ON CONFLICT(barcode) DO UPDATE SET name=excluded.name, price_cents=excluded.price_cents, updated_at=excluded.updated_at`,
+				ON CONFLICT(barcode) DO UPDATE SET name=excluded.name, price_cents=excluded.price_cents`,
 				it.Barcode, it.Name, it.PriceCents, stock, ts(at)); err != nil {
 				return err
 			}
@@ -100,6 +102,9 @@ func (j *Journal) CatalogMark(ctx context.Context) (through uint64, bucketID str
 // CatalogEntry is the catalog entry the daemon last applied to barcode,
 // or nil.
 func (j *Journal) CatalogEntry(ctx context.Context, barcode string) (*CatalogItem, error) {
+	if !j.catalog {
+		return nil, nil
+	}
 	var it CatalogItem
 	var rev int64
 	err := j.r.QueryRowContext(ctx, `SELECT barcode, name, price_cents, active, revision, source FROM catalog WHERE barcode = ?`, barcode).
@@ -123,13 +128,15 @@ func setMetaTx(tx *sql.Tx, kv map[string]string) error {
 	return nil
 }
 
-// CatalogSince lists the catalog entries applied at or after since: what
-// a Redis that lost its latest writes (failover, restart) may lack.
-func (j *Journal) CatalogSince(ctx context.Context, since time.Time) ([]CatalogItem, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT barcode, name, price_cents, active, revision, source FROM catalog
-		WHERE applied_at >= ? ORDER BY revision`, ts(since))
+// CatalogItems lists every catalog entry the daemon applied, one per
+// barcode: what a Redis that lost writes is repaired from.
+func (j *Journal) CatalogItems(ctx context.Context) ([]CatalogItem, error) {
+	if !j.catalog {
+		return nil, nil
+	}
+	rows, err := j.r.QueryContext(ctx, `SELECT barcode, name, price_cents, active, revision, source FROM catalog ORDER BY barcode`)
 	if err != nil {
-		return nil, fmt.Errorf("read recent catalog entries: %w", err)
+		return nil, fmt.Errorf("read catalog entries: %w", err)
 	}
 	defer rows.Close()
 	var out []CatalogItem
@@ -137,7 +144,7 @@ func (j *Journal) CatalogSince(ctx context.Context, since time.Time) ([]CatalogI
 		var it CatalogItem
 		var rev int64
 		if err := rows.Scan(&it.Barcode, &it.Name, &it.PriceCents, &it.Active, &rev, &it.Source); err != nil {
-			return nil, fmt.Errorf("read recent catalog entries: %w", err)
+			return nil, fmt.Errorf("read catalog entries: %w", err)
 		}
 		it.Revision = uint64(rev)
 		out = append(out, it)

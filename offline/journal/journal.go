@@ -92,6 +92,10 @@ type Journal struct {
 	log  *slog.Logger
 	opt  Options
 	st   *stmts
+	// catalog: the journal has the catalog table. Always after a writable
+	// open (it migrates); a read-only open of a journal no daemon of this
+	// version has opened yet goes without it (catalog not initialised).
+	catalog bool
 
 	reqs    chan *writeReq
 	stop    chan struct{}
@@ -138,11 +142,19 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open journal %s: %w", path, err)
 		}
-		if j.st, err = prepareStmts(ctx, r, nil); err != nil {
+		// Read-only never migrates: a journal this version has not opened
+		// for writing yet lacks the catalog's table, and reads without it.
+		if err := r.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'catalog'`).
+			Scan(&j.catalog); err != nil {
+			r.Close()
+			if isCorrupt(err) {
+				return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
+			}
+			return nil, fmt.Errorf("open journal %s read-only: %w", path, err)
+		}
+		if j.st, err = prepareStmts(ctx, r, nil, j.catalog); err != nil {
 			r.Close()
 			if strings.Contains(err.Error(), "no such table") {
-				// Read-only never migrates: a journal this version has not
-				// opened for writing yet lacks its newer tables.
 				return nil, fmt.Errorf("open journal %s read-only: written by an older posedge and not yet upgraded (start the daemon once): %w", path, err)
 			}
 			return nil, fmt.Errorf("open journal %s: %w", path, err)
@@ -175,7 +187,8 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal readers %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	if j.st, err = prepareStmts(ctx, r, w); err != nil {
+	j.catalog = true
+	if j.st, err = prepareStmts(ctx, r, w, true); err != nil {
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
@@ -184,6 +197,11 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 	go j.writer()
 	return j, nil
 }
+
+// CatalogInitialised reports whether the journal holds the catalog's
+// table: false only for a read-only open of a journal no daemon of this
+// version has opened yet (the daemon creates it at its next start).
+func (j *Journal) CatalogInitialised() bool { return j.catalog }
 
 // Path is the journal file.
 func (j *Journal) Path() string { return j.path }

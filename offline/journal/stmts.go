@@ -22,9 +22,15 @@ type stmts struct {
 }
 
 // prepareStmts prepares the readers' statements on r and, unless w is
-// nil (a read-only journal), the writer's on w.
-func prepareStmts(ctx context.Context, r, w *sql.DB) (*stmts, error) {
+// nil (a read-only journal), the writer's on w. Without the catalog table
+// (a read-only journal not yet upgraded) every item reads as active.
+func prepareStmts(ctx context.Context, r, w *sql.DB, catalog bool) (*stmts, error) {
 	s := &stmts{}
+	itemQuery := `SELECT i.barcode, i.name, i.price_cents, i.stock, i.updated_at, COALESCE(c.active, 1)
+			FROM items i LEFT JOIN catalog c ON c.barcode = i.barcode WHERE i.barcode = ?`
+	if !catalog {
+		itemQuery = `SELECT barcode, name, price_cents, stock, updated_at, 1 FROM items WHERE barcode = ?`
+	}
 	all := []struct {
 		db  *sql.DB
 		dst **sql.Stmt
@@ -33,8 +39,7 @@ func prepareStmts(ctx context.Context, r, w *sql.DB) (*stmts, error) {
 		{r, &s.byKey, `SELECT ` + txnCols + ` FROM txns WHERE terminal_id = ? AND idem_key = ?`},
 		{r, &s.byFlow, `SELECT ` + txnCols + ` FROM txns WHERE flow_no = ?`},
 		{r, &s.lines, `SELECT barcode, qty, price_cents FROM txn_lines WHERE flow_no = ? ORDER BY n`},
-		{r, &s.item, `SELECT i.barcode, i.name, i.price_cents, i.stock, i.updated_at, COALESCE(c.active, 1)
-			FROM items i LEFT JOIN catalog c ON c.barcode = i.barcode WHERE i.barcode = ?`},
+		{r, &s.item, itemQuery},
 		{r, &s.outbox, outboxQuery},
 		{r, &s.sentThrough, sentThroughQuery},
 		{w, &s.insertTxn, `INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind,
