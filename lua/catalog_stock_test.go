@@ -92,3 +92,57 @@ func TestStockAdjustScript(t *testing.T) {
 		t.Errorf("a refused adjustment left its record")
 	}
 }
+
+// item_restore.lua: "catalog" applies the journal's entries to the items
+// Redis holds by the catalog's rules and lists the ones it lacks;
+// "create" makes those whole, and never touches an item Redis holds.
+// catalog_apply.lua never makes an item the store knew (ARGV[7] "0").
+func TestItemRestoreScript(t *testing.T) {
+	rdb := startRedis(t)
+	ctx := context.Background()
+	k := func(b string) string { return "pe:{S}:item:" + b }
+	rdb.HSet(ctx, k("OLD"), "name", "Milk", "price_cents", "300", "stock", "4", "active", "1", "cat_rev", "3", "cat_src", "all")
+	rdb.HSet(ctx, k("SAME"), "name", "Local", "price_cents", "99", "stock", "2", "cat_rev", "5", "cat_src", "all")
+	rdb.HSet(ctx, k("STORE"), "name", "S", "price_cents", "10", "stock", "1", "cat_rev", "2", "cat_src", "store")
+	rdb.HSet(ctx, k("LOCAL"), "name", "L", "price_cents", "5", "stock", "8")
+	rdb.HSet(ctx, k("PART"), "stock", "3") // only what a refund's replay left
+	keys := []string{k("OLD"), k("SAME"), k("STORE"), k("LOCAL"), k("GONE"), k("PART")}
+	res, err := MustScript("item_restore.lua").Run(ctx, rdb, keys, "catalog",
+		"Milk", "320", "0", "7", "all", // newer: taken, stock kept
+		"Milk", "350", "1", "5", "all", // same revision: the local override stays
+		"S all", "11", "1", "9", "all", // _all under a store entry: kept
+		"", "0", "1", "0", "", // a local item: nothing from the catalog
+		"Gone", "100", "1", "4", "store",
+		"Part", "100", "1", "0", "").Slice()
+	if err != nil || fmt.Sprint(res) != "[1 5 6]" {
+		t.Fatalf("catalog pass: %v %v, want [1 5 6] (one applied; GONE and PART missing)", res, err)
+	}
+	want := map[string]string{
+		"OLD": "[Milk 320 4 0 7 all]", "SAME": "[Local 99 2 <nil> 5 all]", "STORE": "[S 10 1 <nil> 2 store]",
+		"LOCAL": "[L 5 8 <nil> <nil> <nil>]", "GONE": "[<nil> <nil> <nil> <nil> <nil> <nil>]", "PART": "[<nil> <nil> 3 <nil> <nil> <nil>]",
+	}
+	fields := []string{"name", "price_cents", "stock", "active", "cat_rev", "cat_src"}
+	for b, w := range want {
+		if got, _ := rdb.HMGet(ctx, k(b), fields...).Result(); fmt.Sprint(got) != w {
+			t.Errorf("after the catalog pass %s = %v, want %s", b, got, w)
+		}
+	}
+	res, err = MustScript("item_restore.lua").Run(ctx, rdb, []string{k("GONE"), k("PART"), k("LOCAL")}, "create",
+		"Gone", "100", "12", "0", "4", "store",
+		"Part", "100", "7", "1", "0", "",
+		"L2", "6", "0", "1", "0", "").Slice()
+	if err != nil || fmt.Sprint(res) != "[2]" {
+		t.Fatalf("create pass: %v %v, want [2]", res, err)
+	}
+	want = map[string]string{"GONE": "[Gone 100 12 0 4 store]", "PART": "[Part 100 7 1 <nil> <nil>]", "LOCAL": "[L 5 8 <nil> <nil> <nil>]"}
+	for b, w := range want {
+		if got, _ := rdb.HMGet(ctx, k(b), fields...).Result(); fmt.Sprint(got) != w {
+			t.Errorf("after the create pass %s = %v, want %s", b, got, w)
+		}
+	}
+
+	res, err = MustScript("catalog_apply.lua").Run(ctx, rdb, []string{k("LOST")}, "Lost", "100", "1", "9", "all", "0", "0").Slice()
+	if n, _ := rdb.Exists(ctx, k("LOST")).Result(); err != nil || fmt.Sprint(res) != "[skipped missing]" || n != 0 {
+		t.Errorf("a change of an item the store knew and redis lost: %v %v, exists %d; want [skipped missing], nothing made", res, err, n)
+	}
+}

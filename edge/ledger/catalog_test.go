@@ -1,11 +1,13 @@
 package ledger_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -119,5 +121,121 @@ func TestRepairReappliesCatalog(t *testing.T) {
 	}
 	if it, err := e.l.Item(e.ctx, "B"); err != nil || it.PriceCents != 190 || it.Stock != 4 {
 		t.Errorf("B = %+v %v, want the local override kept (190, stock 4)", it, err)
+	}
+}
+
+// A Redis that lost everything (restarted empty, FLUSHALL) gets every item
+// back from the journal with the repair, however long ago HQ's change was
+// applied: HQ's name, price, active flag and revision, and the stock the
+// journal expects (set, sold, received) — never stock 0 first. A catalog
+// change arriving before the repair waits for it instead of making the
+// item with stock 0.
+func TestRepairRestoresItemsRedisLost(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	apply := func(c ledger.CatalogChange) string {
+		t.Helper()
+		out, err := e.l.ApplyCatalog(e.ctx, c)
+		if err != nil {
+			t.Fatalf("apply %+v: %v", c, err)
+		}
+		return out
+	}
+	adjust := func(barcode string, delta int64, key string) {
+		t.Helper()
+		if _, err := e.l.AdjustStock(e.ctx, barcode, ledger.StockAdjustment{Delta: delta, Reason: "receiving", IdempotencyKey: key}); err != nil {
+			t.Fatalf("adjust %s: %v", barcode, err)
+		}
+	}
+	apply(ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 100, Active: true, Revision: 3, Through: 3})
+	adjust("A", 10, "grn-a")
+	e.mustSale("T01", "s1", sale1("A", 2, 100))
+	apply(ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 120, Active: true, Revision: 4, Through: 4})
+	apply(ledger.CatalogChange{Barcode: "B", Name: "Bread", PriceCents: 200, Active: true, Revision: 5, Through: 5})
+	adjust("B", 5, "grn-b")
+	apply(ledger.CatalogChange{Barcode: "B", Name: "Bread", PriceCents: 210, Active: false, Revision: 6, Through: 6})
+	apply(ledger.CatalogChange{Barcode: "C", Name: "Cheese S1", PriceCents: 450, Active: true, Revision: 2, StoreKey: true, Through: 7})
+	e.putItem("L", 75, 7) // a local item, never in HQ's catalog
+	e.mustSale("T02", "s2", sale1("L", 1, 75))
+	e.waitCompleted("T01:s1", "T02:s2")
+
+	tries := 0
+	check := func(when string, priceA int64) {
+		t.Helper()
+		if it, err := e.l.Item(e.ctx, "A"); err != nil || it.Name != "Apple" || it.PriceCents != priceA || it.Stock != 8 {
+			t.Errorf("%s: A = %+v %v, want Apple at HQ's %d with stock 10-2", when, it, err, priceA)
+		}
+		tries++
+		if _, err := e.l.Item(e.ctx, "B"); err == nil || refusal(t, err).Code != "item_not_found" {
+			t.Errorf("%s: lookup of B (deactivated at HQ) %v, want item_not_found", when, err)
+		}
+		if _, err := e.sale("T01", fmt.Sprintf("sB%d", tries), sale1("B", 1, 210)); err == nil || refusal(t, err).Code != "unknown_item" {
+			t.Errorf("%s: sale of B %v, want unknown_item", when, err)
+		}
+		if got, _ := e.rdb.HMGet(e.ctx, "pe:{S1}:item:B", "price_cents", "stock", "active", "cat_rev", "cat_src").Result(); fmt.Sprint(got) != "[210 5 0 6 all]" {
+			t.Errorf("%s: B in redis %v, want [210 5 0 6 all]", when, got)
+		}
+		if got, _ := e.rdb.HMGet(e.ctx, "pe:{S1}:item:C", "price_cents", "stock", "cat_rev", "cat_src").Result(); fmt.Sprint(got) != "[450 0 2 store]" {
+			t.Errorf("%s: C in redis %v, want [450 0 2 store]", when, got)
+		}
+		if it, err := e.l.Item(e.ctx, "L"); err != nil || it.PriceCents != 75 || it.Stock != 6 {
+			t.Errorf("%s: local item L = %+v %v, want 75 with stock 6", when, it, err)
+		}
+	}
+	check("before the loss", 120)
+
+	if err := e.rdb.FlushAll(e.ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// HQ changes A while Redis is empty: the daemon's copy takes it, Redis
+	// gets no item with stock 0.
+	if out := apply(ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 125, Active: true, Revision: 8, Through: 8}); out != ledger.CatalogDeferred {
+		t.Errorf("a change of an item redis lost: %s, want %s", out, ledger.CatalogDeferred)
+	}
+	if out := apply(ledger.CatalogChange{Barcode: "C", Name: "Cheese", PriceCents: 999, Active: true, Revision: 9, Through: 9}); out != ledger.CatalogStoreWins {
+		t.Errorf("an _all change under a store entry redis lost: %s, want store_wins", out)
+	}
+	if n, _ := e.rdb.Exists(e.ctx, "pe:{S1}:item:A", "pe:{S1}:item:C").Result(); n != 0 {
+		t.Fatalf("%d items made in the emptied redis before the repair", n)
+	}
+	if err := e.l.Repair(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("after the repair", 125)
+	if out := apply(ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 120, Active: true, Revision: 4, Through: 9}); out != ledger.CatalogStale {
+		t.Errorf("a replay of A's revision 4 after the repair: %s, want stale", out)
+	}
+	if out := apply(ledger.CatalogChange{Barcode: "B", Name: "Bread", PriceCents: 210, Active: false, Revision: 5, Through: 9}); out != ledger.CatalogStale {
+		t.Errorf("an older revision of B after the repair: %s, want stale", out)
+	}
+	// A second repair changes nothing.
+	if applied, created, err := e.l.RestoreItems(e.ctx); err != nil || applied != 0 || created != 0 {
+		t.Errorf("restore on a whole redis: %d applied %d created %v, want none", applied, created, err)
+	}
+}
+
+// Watch notices a Redis that lost its data without a master change (a
+// FLUSHALL keeps the run id) and repairs it.
+func TestWatchRepairsFlushedRedis(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	if _, err := e.l.ApplyCatalog(e.ctx, ledger.CatalogChange{Barcode: "B", Name: "Bread", PriceCents: 200, Active: false, Revision: 5, Through: 5}); err != nil {
+		t.Fatal(err)
+	}
+	e.putItem("A", 150, 9)
+	id, err := e.l.Start(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(e.ctx)
+	defer cancel()
+	go e.l.Watch(ctx, 50*time.Millisecond, id)
+	if err := e.rdb.FlushAll(e.ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, 5*time.Second, "items back after the FLUSHALL", func() bool {
+		got, _ := e.rdb.HMGet(e.ctx, "pe:{S1}:item:B", "active", "cat_rev").Result()
+		return fmt.Sprint(got) == "[0 5]"
+	})
+	if got := e.stock("A"); got != 9 {
+		t.Errorf("A's stock %d after the FLUSHALL, want 9", got)
 	}
 }
