@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -94,4 +95,73 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Redis loses everything (FLUSHALL on the master, which the replicas
+// follow) after HQ deactivated an item and changed a price, both applied
+// long before — the journal's copy says an hour. The daemon notices and
+// repairs Redis from the journal by itself: the deactivated item is still
+// refused at the till, the price is HQ's, the stock is what was received
+// minus what was sold; the reconciliation afterwards finds nothing to do.
+func TestCatalogRestoredAfterRedisLoss(t *testing.T) {
+	s := startStore(t, testenv.StoreOptions{Terminals: 1, Limits: loose})
+	hq := "http://" + s.HQAdmin
+	put := func(barcode string, body map[string]any) {
+		t.Helper()
+		if r := s.Do(hq, "", "PUT", "/admin/v1/catalog/"+barcode, body, nil); r.Status != 200 {
+			t.Fatalf("HQ PUT %s: %d %s %v", barcode, r.Status, r.Body, r.Err)
+		}
+	}
+	item := func(barcode string) testenv.Resp { return s.T("T01", "GET", "/v1/items/"+barcode, nil, nil) }
+	put("D1", map[string]any{"name": "Donut", "price_cents": 250})
+	put("D2", map[string]any{"name": "Danish", "price_cents": 300})
+	testenv.WaitFor(t, 60*time.Second, "both items at the till", func() bool {
+		return item("D1").Status == 200 && item("D2").Status == 200
+	})
+	for _, b := range []string{"D1", "D2"} {
+		if r := s.Admin("POST", "/admin/v1/items/"+b+"/stock-adjustments",
+			map[string]any{"delta": 10, "reason": "receiving", "idempotency_key": "grn-" + b}); r.Status != 201 {
+			t.Fatalf("receive %s: %d %s", b, r.Status, r.Body)
+		}
+	}
+	if r := s.Sale("T01", "k1", "D2", 3, 300); r.Status != 201 {
+		t.Fatalf("sale: %d %s", r.Status, r.Body)
+	}
+	put("D2", map[string]any{"name": "Danish", "price_cents": 330})
+	if r := s.Do(hq, "", "DELETE", "/admin/v1/catalog/D1", nil, nil); r.Status != 200 {
+		t.Fatalf("HQ DELETE: %d %s", r.Status, r.Body)
+	}
+	testenv.WaitFor(t, 2*time.Second, "D1 off the till and D2 at 330", func() bool {
+		return item("D1").Status == 404 && item("D2").JSON()["price_cents"] == 330.0
+	})
+
+	// The changes were applied long ago, as far as the journal can tell.
+	s.Edge.Kill()
+	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
+	if n := execJournal(t, s, `UPDATE catalog SET applied_at = '`+old+`'`); n != 2 {
+		t.Fatalf("%d catalog rows aged, want 2", n)
+	}
+	s.StartEdge()
+	if err := s.Redis.Master().FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	testenv.WaitFor(t, 10*time.Second, "D2 back at the till", func() bool { return item("D2").Status == 200 })
+	t.Logf("items back at the till %v after the FLUSHALL", time.Since(start).Round(time.Millisecond))
+	if r := item("D2").JSON(); r["price_cents"] != 330.0 || r["stock"] != 7.0 || r["name"] != "Danish" {
+		t.Errorf("D2 after the loss: %v, want Danish at HQ's 330 with stock 10−3", r)
+	}
+	if r := item("D1"); r.Status != 404 || r.Code() != "item_not_found" {
+		t.Errorf("lookup of D1 (deactivated at HQ) after the loss: %d %s, want 404 item_not_found", r.Status, r.Body)
+	}
+	if r := s.Sale("T01", "k2", "D1", 1, 250); r.Status != 422 || r.Code() != "unknown_item" {
+		t.Errorf("sale of D1 after the loss: %d %s, want 422 unknown_item", r.Status, r.Body)
+	}
+	if r := s.Admin("POST", "/admin/v1/items/D1/stock-adjustments",
+		map[string]any{"delta": -1, "reason": "damage", "idempotency_key": "dmg-D1"}); r.Status != 201 || r.JSON()["stock"] != 9.0 {
+		t.Errorf("adjustment of inactive D1 after the loss: %d %s, want 201 with stock 9", r.Status, r.Body)
+	}
+	if !strings.Contains(s.Edge.Tail(20000), "FLUSHALL") {
+		t.Errorf("no log line of the repair after the FLUSHALL:\n%s", s.Edge.Tail(3000))
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -141,5 +142,19 @@ func TestStockAdjustmentsWithSales(t *testing.T) {
 	}
 	if again := s.T("T01", "GET", "/v1/items/R1", nil, nil).JSON(); again["stock"] != item["stock"] {
 		t.Errorf("stock %v after the restart and a retry, want %v", again["stock"], item["stock"])
+	}
+	// The reconciliation the restart runs counts the adjustments as the
+	// journal holds them: nothing to correct, the goods received stay.
+	var m string
+	testenv.WaitFor(t, 30*time.Second, "the start's reconciliation done", func() bool {
+		m = string(s.Admin("GET", "/metrics", nil).Body)
+		return !strings.Contains(m, `posedge_reconcile_runs_total{result="clean"} 0`) ||
+			!strings.Contains(m, `posedge_reconcile_runs_total{result="corrected"} 0`)
+	})
+	if !strings.Contains(m, `posedge_reconcile_differences_total{kind="stock"} 0`) {
+		t.Errorf("the reconciliation took adjustments for differences:\n%s", grepLines(m, "posedge_reconcile_"))
+	}
+	if again := s.T("T01", "GET", "/v1/items/R1", nil, nil).JSON(); again["stock"] != item["stock"] {
+		t.Errorf("stock %v after the reconciliation, want %v", again["stock"], item["stock"])
 	}
 }
