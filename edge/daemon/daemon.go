@@ -267,6 +267,9 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 // JournalCatalogFacts is what the journal says of the catalog while the
 // daemon is down: the revision applied through and when, not watching.
 func JournalCatalogFacts(ctx context.Context, j *journal.Journal) *status.CatalogFacts {
+	if !j.CatalogInitialised() {
+		return &status.CatalogFacts{NotInitialised: true}
+	}
 	rev, _, at, err := j.CatalogMark(ctx)
 	if err != nil {
 		return nil

@@ -72,6 +72,9 @@ type CatalogFacts struct {
 	AppliedAt *time.Time // when the last change was applied; nil: never
 	Watching  bool
 	DownSince time.Time // when the watch stopped, while !Watching; zero: unknown
+	// NotInitialised: the journal, read while the daemon is down, was
+	// written by a posedge before the catalog (its next start adds it).
+	NotInitialised bool
 }
 
 // RedisFacts describe the Sentinel topology.
@@ -423,6 +426,8 @@ func catalogCheck(f Facts, th Thresholds, add func(name, level, detail, hint str
 		applied = fmt.Sprintf("last change applied %s ago", human(f.Now.Sub(*c.AppliedAt)))
 	}
 	switch {
+	case c.NotInitialised:
+		add("catalog", OK, "catalog not initialised yet: the journal is from a posedge before the catalog; the daemon adds it at its next start", "")
 	case c.Watching:
 		add("catalog", OK, fmt.Sprintf("watching HQ's catalog; revision %d, %s", c.Revision, applied), "")
 	case c.DownSince.IsZero() || !f.DaemonUp:

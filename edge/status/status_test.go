@@ -353,3 +353,24 @@ func TestStatusNamesWhatIsWrong(t *testing.T) {
 		})
 	}
 }
+
+// The daemon down and its journal from a posedge before the catalog: the
+// catalog check says so, never a watch down for long (no WARN).
+func TestCatalogNotInitialised(t *testing.T) {
+	f := healthy()
+	f.DaemonUp, f.DaemonError = false, "connection refused"
+	f.Catalog = &CatalogFacts{NotInitialised: true}
+	r := Evaluate(f, thresholds())
+	for _, c := range r.Checks {
+		if c.Name == "catalog" {
+			if c.Status != OK || !strings.Contains(c.Detail, "not initialised") {
+				t.Errorf("catalog check %+v, want ok and not initialised", c)
+			}
+			if r.Catalog == nil || r.Catalog.Revision != 0 || r.Catalog.AppliedAt != nil || r.Catalog.Watching {
+				t.Errorf("catalog object %+v, want revision 0, never applied, not watching", r.Catalog)
+			}
+			return
+		}
+	}
+	t.Errorf("no catalog check in %+v", r.Checks)
+}
