@@ -239,3 +239,55 @@ func TestWatchRepairsFlushedRedis(t *testing.T) {
 		t.Errorf("A's stock %d after the FLUSHALL, want 9", got)
 	}
 }
+
+// Contract §6 leaves two cases open; docs/catalog.md settles them:
+//   - a local PUT of an item HQ deactivated changes its name, price and
+//     stock but does not make it sellable again: the active flag is HQ's
+//     (the PUT carries none), and HQ's next change of the barcode wins
+//     over the PUT's name and price as for any local override;
+//   - a stock adjustment of an inactive item is accepted (goods of a
+//     discontinued item received, counted or written off).
+func TestInactiveItemLocalPutAndAdjustment(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	if _, err := e.l.ApplyCatalog(e.ctx, ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 100, Active: true, Revision: 3, Through: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.l.AdjustStock(e.ctx, "A", ledger.StockAdjustment{Delta: 6, Reason: "receiving", IdempotencyKey: "grn-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.l.ApplyCatalog(e.ctx, ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 100, Active: false, Revision: 4, Through: 4}); err != nil {
+		t.Fatal(err)
+	}
+
+	r, err := e.l.AdjustStock(e.ctx, "A", ledger.StockAdjustment{Delta: 4, Reason: "receiving", IdempotencyKey: "grn-2"})
+	if err != nil || r.Stock != 10 {
+		t.Fatalf("adjustment of an inactive item: %+v %v, want accepted with stock 10", r, err)
+	}
+	if r, err = e.l.AdjustStock(e.ctx, "A", ledger.StockAdjustment{Delta: -3, Reason: "damage", IdempotencyKey: "dmg-1"}); err != nil || r.Stock != 7 {
+		t.Fatalf("write-off of an inactive item: %+v %v, want accepted with stock 7", r, err)
+	}
+
+	e.putItem("A", 90, 20)
+	if _, err := e.l.Item(e.ctx, "A"); err == nil || refusal(t, err).Code != "item_not_found" {
+		t.Errorf("lookup after a local PUT of an item HQ deactivated: %v, want item_not_found", err)
+	}
+	if _, err := e.sale("T01", "s1", sale1("A", 1, 90)); err == nil || refusal(t, err).Code != "unknown_item" {
+		t.Errorf("sale after a local PUT of an item HQ deactivated: %v, want unknown_item", err)
+	}
+	if got, _ := e.rdb.HMGet(e.ctx, "pe:{S1}:item:A", "name", "price_cents", "stock", "active").Result(); fmt.Sprint(got) != "[item A 90 20 0]" {
+		t.Errorf("A in redis after the PUT %v, want [item A 90 20 0]", got)
+	}
+	e.l.SetRedisDown(true)
+	if _, err := e.l.Item(e.ctx, "A"); err == nil || refusal(t, err).Code != "item_not_found" {
+		t.Errorf("degraded lookup after the PUT: %v, want item_not_found", err)
+	}
+	e.l.SetRedisDown(false)
+
+	// HQ reactivates: its name and price win over the PUT's, the stock stays.
+	if _, err := e.l.ApplyCatalog(e.ctx, ledger.CatalogChange{Barcode: "A", Name: "Apple", PriceCents: 110, Active: true, Revision: 5, Through: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := e.l.Item(e.ctx, "A"); err != nil || it.Name != "Apple" || it.PriceCents != 110 || it.Stock != 20 {
+		t.Errorf("A after HQ reactivated it = %+v %v, want Apple at 110 with stock 20", it, err)
+	}
+}
