@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -91,7 +92,36 @@ type storeSide struct {
 	l     *ledger.Ledger
 	w     *catalog.Watcher
 	reg   *prometheus.Registry
+	rec   *recorder
 	stop  func()
+}
+
+// recorder is the store's real ledger, noting the revision of every
+// change the watcher hands it, in the order it does.
+type recorder struct {
+	*ledger.Ledger
+	mu   sync.Mutex
+	revs []uint64
+}
+
+func (r *recorder) ApplyCatalog(ctx context.Context, c ledger.CatalogChange) (string, error) {
+	r.mu.Lock()
+	r.revs = append(r.revs, c.Revision)
+	r.mu.Unlock()
+	return r.Ledger.ApplyCatalog(ctx, c)
+}
+
+// since are the revisions applied from the n-th change on.
+func (r *recorder) since(n int) []uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]uint64(nil), r.revs[n:]...)
+}
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.revs)
 }
 
 func newStore(t *testing.T) *storeSide {
@@ -112,8 +142,9 @@ func (s *storeSide) start(natsURL string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	s.rec = &recorder{Ledger: s.l}
 	s.w = catalog.New(catalog.Config{StoreID: store, NATSURL: natsURL, Bucket: bucket, Retry: time.Second,
-		Reconnect: 100 * time.Millisecond}, s.l, testLogger(s.t), s.reg)
+		Reconnect: 100 * time.Millisecond}, s.rec, testLogger(s.t), s.reg)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.w.Run(wctx) }()
@@ -290,10 +321,22 @@ func TestWANOutageCatchUp(t *testing.T) {
 	}
 	h.put(store+".X7", "x for S1", 7, true)
 	last++
+	before := s.rec.count()
 	start := time.Now()
 	proxy.Set(testenv.Pass, 0)
 	s.waitRevision(last)
 	t.Logf("caught up %d changes in %v after the link came back", changes+1, time.Since(start).Round(time.Millisecond))
+	// In order: the bucket keeps each key's newest entry, and the resumed
+	// watch hands them over by rising revision, none twice.
+	revs := s.rec.since(before)
+	if len(revs) < items+1 {
+		t.Errorf("%d changes applied after the outage, want at least the %d keys' newest", len(revs), items+1)
+	}
+	for i := 1; i < len(revs); i++ {
+		if revs[i] <= revs[i-1] {
+			t.Fatalf("revision %d applied after %d: out of order (%v)", revs[i], revs[i-1], revs)
+		}
+	}
 	for i := range items {
 		want := int64(1000 + i)
 		if i == 7 {
