@@ -32,6 +32,9 @@ export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # Packages whose tests build on Windows (the test harness internal/testenv
 # drives Unix processes; its users are vetted for Linux only).
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
+# The others (cmd/posedge's service code among them): their Windows source
+# files, vetted without their tests.
+WIN_VET_SRC_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep internal/testenv | cut -d' ' -f1 | grep -v '/internal/testenv$$')
 
 .DEFAULT_GOAL := help
 .PHONY: help build test test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean
@@ -59,6 +62,9 @@ test-tools: package $(REDOCLY_STAMP) ## outside checkers: promtool, systemd-anal
 check: ## go vet (Linux and Windows), gofmt and CGO-free cross-builds into ./dist/
 	go vet ./...
 	GOOS=windows go vet $(WIN_VET_PKGS)
+	@set -e; for p in $(WIN_VET_SRC_PKGS); do \
+		GOOS=windows go vet $$(GOOS=windows go list -f '{{range .GoFiles}}{{$$.Dir}}/{{.}} {{end}}' $$p); \
+	done
 	@bad=$$(gofmt -l $$(find . -name '*.go' -not -path './.demo/*')); \
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(MAKE) cross
