@@ -32,6 +32,9 @@ export REDOCLY_SUPPRESS_UPDATE_NOTICE := true
 # Packages whose tests build on Windows (the test harness internal/testenv
 # drives Unix processes; its users are vetted for Linux only).
 WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep -v internal/testenv | cut -d' ' -f1)
+# The others (cmd/posedge's service code among them): their Windows source
+# files, vetted without their tests.
+WIN_VET_SRC_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep internal/testenv | cut -d' ' -f1 | grep -v '/internal/testenv$$')
 
 .DEFAULT_GOAL := help
 .PHONY: help build test test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean
@@ -51,7 +54,7 @@ test: ## the CI gate: go vet, every test (starts its own Redis, Sentinel, NATS),
 
 test-long: ## soaks: the 7-day WAN outage (350,000 sales), a 60 s black-holed WAN, 100 daemon kills (~30 min; not in CI)
 	POSEDGE_LONG=1 go test -count=1 -timeout 60m -run TestSevenDayOutageDrainsOnceWithinTheSyncPolicy -v ./sync/replay/
-	POSEDGE_LONG=1 POSEDGE_KILL_RUNS=100 go test -p 1 -count=1 -timeout 60m -run '^(TestWANBlackHoledMoneyAudited|TestDaemonKillLoop)$$' -v ./e2e/
+	POSEDGE_LONG=1 POSEDGE_KILL_RUNS=100 go test -p 1 -count=1 -timeout 60m -run '^(TestHungHQIsNotOK|TestDaemonKillLoop)$$' -v ./e2e/
 
 test-tools: package $(REDOCLY_STAMP) ## outside checkers: promtool, systemd-analyze verify, lintian on the .deb, Redocly lint of openapi.yaml
 	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) POSEDGE_REDOCLY=$(REDOCLY) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge
@@ -59,6 +62,9 @@ test-tools: package $(REDOCLY_STAMP) ## outside checkers: promtool, systemd-anal
 check: ## go vet (Linux and Windows), gofmt and CGO-free cross-builds into ./dist/
 	go vet ./...
 	GOOS=windows go vet $(WIN_VET_PKGS)
+	@set -e; for p in $(WIN_VET_SRC_PKGS); do \
+		GOOS=windows go vet $$(GOOS=windows go list -f '{{range .GoFiles}}{{$$.Dir}}/{{.}} {{end}}' $$p); \
+	done
 	@bad=$$(gofmt -l $$(find . -name '*.go' -not -path './.demo/*')); \
 	if [ -n "$$bad" ]; then echo "gofmt needed:"; echo "$$bad"; exit 1; fi
 	$(MAKE) cross

@@ -42,18 +42,23 @@ func posedgeCmd(t *testing.T, d time.Duration, args ...string) (string, int) {
 // says CRIT with that advice; `posedge journal verify` exits 65.
 // `posedge journal salvage` copies every readable transaction into a new
 // journal and keeps the damaged file; posedge serves again on it, every
-// salvaged sale answers as before, and new sales are taken.
+// salvaged transaction answers as before, and new sales and a refund of
+// a salvaged sale are taken. The journal is made by four tills selling
+// the realistic mix (multi-line and token sales, refunds, batches).
 func TestDamagedJournalRefusedThenSalvaged(t *testing.T) {
 	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
-	s.PutItem("D1", 120, plenty)
-	flows := sellN(t, s, "dmg", "D1", 400, 120)
+	putMixItems(s)
+	told, mt := mixUntil(t, s, 4, "dmg", testSeed(t), 400)
+	t.Log(mt.summary())
 	bodies := map[string][]byte{}
-	for _, f := range flows {
-		r := s.T(s.Terminals[0], "GET", "/v1/sales/"+f, nil, nil)
+	refunded := map[string]bool{}
+	for _, tx := range told {
+		r := s.T(s.Terminals[0], "GET", "/v1/sales/"+tx.FlowNo, nil, nil)
 		if r.Status != 200 {
-			t.Fatalf("GET sale %s: %d %s", f, r.Status, r.Body)
+			t.Fatalf("GET %s %s: %d %s", tx.Kind, tx.FlowNo, r.Status, r.Body)
 		}
-		bodies[f] = r.Body
+		bodies[tx.FlowNo] = r.Body
+		refunded[tx.OriginalFlowNo] = true
 	}
 	if err := s.Edge.Terminate(30 * time.Second); err != nil {
 		t.Fatal(err)
@@ -119,21 +124,37 @@ func TestDamagedJournalRefusedThenSalvaged(t *testing.T) {
 
 	s.StartEdge()
 	salvaged := s.JournalRows("")
-	if salvaged == 0 || salvaged >= len(flows) {
-		t.Fatalf("%d of %d sales salvaged: the damage did not take, or nothing was saved", salvaged, len(flows))
+	if salvaged == 0 || salvaged >= len(told) {
+		t.Fatalf("%d of %d transactions salvaged: the damage did not take, or nothing was saved", salvaged, len(told))
 	}
 	jr := journalTxns(t, path)
-	for f, body := range bodies {
-		if jr[f] == 0 {
+	for f := range jr {
+		if bodies[f] == nil {
+			t.Fatalf("the salvaged journal holds %s, which no till was told of", f)
+		}
+	}
+	var unrefunded *mixTxn // a salvaged sale no till refunded
+	for i, tx := range told {
+		if jr[tx.FlowNo] == 0 {
 			continue
 		}
-		r := s.T(s.Terminals[0], "GET", "/v1/sales/"+f, nil, nil)
-		if r.Status != 200 || !bytes.Equal(r.Body, body) {
-			t.Fatalf("salvaged sale %s answers %d %s, was %s", f, r.Status, r.Body, body)
+		r := s.T(s.Terminals[0], "GET", "/v1/sales/"+tx.FlowNo, nil, nil)
+		if r.Status != 200 || !bytes.Equal(r.Body, bodies[tx.FlowNo]) {
+			t.Fatalf("salvaged %s %s answers %d %s, was %s", tx.Kind, tx.FlowNo, r.Status, r.Body, bodies[tx.FlowNo])
+		}
+		if unrefunded == nil && tx.Kind == "sale" && !refunded[tx.FlowNo] {
+			unrefunded = &told[i]
 		}
 	}
-	if r := s.Sale(s.Terminals[1], "after-salvage", "D1", 1, 120); r.Status != 201 {
+	if r := s.Sale(s.Terminals[1], "after-salvage", "MX1", 1, 100); r.Status != 201 {
 		t.Fatalf("a sale after salvage: %d %s", r.Status, r.Body)
 	}
-	t.Logf("%d of %d sales salvaged", salvaged, len(flows))
+	if unrefunded == nil {
+		t.Fatal("no salvaged sale left to refund")
+	}
+	m := &mixTill{t: t, s: s, term: s.Terminals[2], mt: &mixTills{count: map[string]int{}}}
+	if !m.refundOf("after-salvage-refund", *unrefunded) {
+		t.FailNow()
+	}
+	t.Logf("%d of %d transactions salvaged; a refund of salvaged sale %s taken", salvaged, len(told), unrefunded.FlowNo)
 }

@@ -113,3 +113,42 @@ func TestRedisRefusingWrites(t *testing.T) {
 	t.Log(mt.summary())
 	auditMix(t, s, got)
 }
+
+// TestRedisLinkSlowThenBlackHoled: the link between posedge and the Redis
+// master alone misbehaves while Redis and Sentinel stay healthy and four
+// tills sell the realistic mix: first slow (every chunk delayed 100 ms
+// each way, a round trip near redis.timeout), then half-open (every byte
+// dropped both ways, TCP left up: a script sent just before may have run
+// with its answer lost), then healed. Sales never fail: slow or degraded
+// on the slow link, degraded in the hole with status CRIT; once healed
+// every degraded transaction is applied once and the money audit holds.
+func TestRedisLinkSlowThenBlackHoled(t *testing.T) {
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix, RedisProxy: true})
+	putMixItems(s)
+	ctx, cancel := context.WithCancel(context.Background())
+	mt := runMix(t, ctx, s, 4, "redislink", seed)
+	time.Sleep(time.Second)
+	s.RedisProxy.Set(testenv.Delay, 100*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	slow := len(mt.snapshot())
+	s.RedisProxy.Set(testenv.BlackHole, 0)
+	testenv.WaitForState(t, 15*time.Second, "status crit and degraded", func() (bool, string) {
+		st := s.Admin("GET", "/admin/v1/status", nil).JSON()
+		return st["mode"] == "degraded" && st["status"] == "crit", fmt.Sprintf("mode %v status %v", st["mode"], st["status"])
+	})
+	time.Sleep(2 * time.Second)
+	if n := s.JournalRows("mode = 'degraded'"); n == 0 {
+		t.Fatal("no transaction was journaled in degraded mode while the Redis link was black-holed")
+	}
+	s.RedisProxy.Set(testenv.Pass, 0)
+	time.Sleep(2 * time.Second)
+	cancel()
+	got := mt.wait()
+	t.Logf("%s; %d told by the end of the slow link", mt.summary(), slow)
+	auditMix(t, s, got)
+	testenv.WaitForState(t, 30*time.Second, "every degraded transaction applied", func() (bool, string) {
+		n := s.JournalRows("applied = 0")
+		return n == 0, fmt.Sprintf("%d not applied", n)
+	})
+}

@@ -111,6 +111,26 @@ func runMix(t *testing.T, ctx context.Context, s *testenv.Store, n int, prefix s
 	return mt
 }
 
+// mixUntil runs n tills on store s (as runMix) until they have been told
+// of at least atLeast transactions, then stops them and returns what they
+// were told: a few more than atLeast, as each till finishes the
+// transaction in hand (a batch is up to five).
+func mixUntil(t *testing.T, s *testenv.Store, n int, prefix string, seed uint64, atLeast int) ([]mixTxn, *mixTills) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mt := runMix(t, ctx, s, n, prefix, seed)
+	testenv.WaitForState(t, 120*time.Second, fmt.Sprintf("the tills to be told of %d transactions", atLeast), func() (bool, string) {
+		told := len(mt.snapshot())
+		if t.Failed() {
+			t.FailNow()
+		}
+		return told >= atLeast, fmt.Sprintf("%d told", told)
+	})
+	cancel()
+	return mt.wait(), mt
+}
+
 func (mt *mixTills) wait() []mixTxn {
 	mt.wg.Wait()
 	return mt.snapshot()

@@ -49,11 +49,13 @@ func loopFS(t *testing.T, img string, format bool) string {
 }
 
 // TestSaleSurvivesLossOfThePageCache: the journal lives on an ext4
-// filesystem in a loop-mounted image. Right after the last 201 the image
+// filesystem in a loop-mounted image; four tills sell the realistic mix
+// on it (multi-line and token sales, refunds, batch uploads) until
+// about 40 transactions are told. Right after the last 2xx the image
 // is copied as the disk holds it: what the kernel has written to the
 // loop device, without what still sits in the filesystem's page cache —
 // a power cut. The copy, mounted (ext4 replays its own journal), must
-// hold every sale answered 201. A file written just before the copy
+// hold every transaction answered 2xx. A file written just before the copy
 // without fsync must be missing from it: that proves the copy loses
 // unsynced data, so the sales are in it because the journal fsynced them
 // (synchronous=FULL), not by luck. Needs root, losetup, mkfs.ext4 and
@@ -71,8 +73,9 @@ func TestSaleSurvivesLossOfThePageCache(t *testing.T) {
 	dir := t.TempDir()
 	mnt := loopFS(t, filepath.Join(dir, "disk.img"), true)
 	s := startStore(t, testenv.StoreOptions{Limits: looseMix, JournalDir: mnt})
-	s.PutItem("P1", 450, plenty)
-	flows := sellN(t, s, "pagecache", "P1", 40, 450)
+	putMixItems(s)
+	told, mt := mixUntil(t, s, 4, "pagecache", testSeed(t), 40)
+	t.Log(mt.summary())
 
 	control := bytes.Repeat([]byte("not fsynced "), 1000)
 	if err := os.WriteFile(filepath.Join(mnt, "control"), control, 0o644); err != nil {
@@ -87,10 +90,11 @@ func TestSaleSurvivesLossOfThePageCache(t *testing.T) {
 		t.Fatal("the copy holds a file never fsynced: it did not lose the page cache, so it proves nothing")
 	}
 	got := journalTxns(t, filepath.Join(after, "journal.db"))
-	for _, f := range flows {
-		if got[f] != 1 {
-			t.Errorf("sale %s was answered 201 but is not in the journal after the page cache was lost", f)
+	for _, tx := range told {
+		if got[tx.FlowNo] != 1 {
+			t.Errorf("%s %s (%s key %s) was answered 2xx but is in the journal %d times after the page cache was lost",
+				tx.Kind, tx.FlowNo, tx.how, tx.key, got[tx.FlowNo])
 		}
 	}
-	t.Logf("%d sales answered, %d in the journal as the disk held it", len(flows), len(got))
+	t.Logf("%d transactions answered, %d in the journal as the disk held it", len(told), len(got))
 }

@@ -19,33 +19,69 @@ type program struct {
 	run         func(ctx context.Context) error // daemon.Run with the config and logger bound
 	log         *slog.Logger
 	stopTimeout time.Duration
-	// exit ends the process when the daemon stops by itself, so that the
-	// SCM sees a failure and applies its recovery actions (os.Exit).
+	// exit ends the process when the daemon stops by itself for a reason
+	// a restart may cure: to the SCM a process gone without reporting
+	// SERVICE_STOPPED is a crash, and its recovery actions restart it
+	// (os.Exit).
 	exit func(code int)
 
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan error
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	done    chan error
+	refused chan uint32 // the service-specific exit code when the daemon refuses to serve
+}
+
+// selfStopExit says how the service ends when the daemon returned
+// without being asked to stop. A damaged journal (exit 65, like `posedge
+// run` in the foreground) is not cured by a restart: the service reports
+// SERVICE_STOPPED with that service-specific exit code — a non-crash
+// failure, which the SCM does not recover from (the service never sets
+// FailureActionsOnNonCrashFailures), so there is no restart loop. Any
+// other failure (a port in use, Redis' address unresolvable, an invalid
+// config) ends the process with 1, which the SCM restarts after its
+// recovery delays, as systemd's Restart=on-failure does.
+func selfStopExit(err error) (code uint32, restart bool) {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.code == exitJournalDamaged {
+		return exitJournalDamaged, false
+	}
+	return 1, true
 }
 
 // Start is called by kardianos once the SCM has started the service.
 func (p *program) Start(service.Service) error {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
+	done, refused := make(chan error, 1), make(chan uint32, 1)
 	p.mu.Lock()
-	p.cancel, p.done = cancel, done
+	p.cancel, p.done, p.refused = cancel, done, refused
 	p.mu.Unlock()
 	go func() {
 		err := p.run(ctx)
 		done <- err
-		if ctx.Err() == nil {
-			// Nobody asked it to stop: a listener failed, the journal could
-			// not be opened… Exit non-zero so the SCM restarts it.
-			p.log.Error("posedge stopped by itself; exiting so the service manager restarts it", "err", err)
-			p.exit(1)
+		if ctx.Err() != nil {
+			return
 		}
+		// Nobody asked it to stop: a listener failed, the journal could
+		// not be opened or is damaged…
+		code, restart := selfStopExit(err)
+		if restart {
+			p.log.Error("posedge stopped by itself; exiting so the service manager restarts it", "err", err)
+			p.exit(int(code))
+			return
+		}
+		p.log.Error("posedge refuses to serve; the service stops and is not restarted", "exit_code", code, "err", err)
+		refused <- code
 	}()
 	return nil
+}
+
+// Refused delivers the service-specific exit code when the daemon
+// refused to serve (see selfStopExit): the service handler then reports
+// SERVICE_STOPPED with it. Nil before Start.
+func (p *program) Refused() <-chan uint32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refused
 }
 
 // Stop is called on SCM stop and shutdown. It never returns an error: an

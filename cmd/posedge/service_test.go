@@ -16,6 +16,7 @@ import (
 	"github.com/kardianos/service"
 
 	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/offline/journal"
 )
 
 var update = flag.Bool("update", false, "rewrite generated files (packaging/systemd/posedge.service)")
@@ -109,6 +110,34 @@ func TestServiceConfigRunsTheSameCommandAsRun(t *testing.T) {
 	}
 }
 
+// What kardianos registers on Windows: the start type, and no recovery
+// of its own (its OnFailure options would set actions at install only;
+// ours are set by applyWindowsSettings at install and at every start,
+// with FailureActionsOnNonCrashFailures off).
+func TestServiceConfigForWindows(t *testing.T) {
+	c := serviceConfig(serviceSpec{Exe: `C:\Program Files\posedge\posedge.exe`, Config: `C:\ProgramData\posedge\posedge.yaml`})
+	for _, tc := range []struct {
+		key  string
+		want any // nil: must be absent
+	}{
+		{"StartType", "automatic"},
+		{"DelayedAutoStart", true},
+		{"OnFailure", nil},
+		{"OnFailureDelayDuration", nil},
+		{"OnFailureResetPeriod", nil},
+		{"Interactive", nil},
+		{"Password", nil},
+	} {
+		got, ok := c.Option[tc.key]
+		if tc.want == nil && ok || tc.want != nil && got != tc.want {
+			t.Errorf("option %s = %v (set %v), want %v", tc.key, got, ok, tc.want)
+		}
+	}
+	if c.Executable != `C:\Program Files\posedge\posedge.exe` || strings.Join(c.Arguments, " ") != `run --config C:\ProgramData\posedge\posedge.yaml` || c.UserName != "" {
+		t.Fatalf("service config %+v", c)
+	}
+}
+
 func TestServiceStatusLine(t *testing.T) {
 	for _, tc := range []struct {
 		st   service.Status
@@ -135,8 +164,14 @@ func TestWindowsRecoverySettings(t *testing.T) {
 	if fmt.Sprint(st.Recovery) != fmt.Sprint(want) {
 		t.Fatalf("recovery %v, want %v", st.Recovery, want)
 	}
-	if !st.RecoveryOnNonCrashFailures || !st.DelayedAutoStart || !st.StartAutomatic || st.ResetPeriod < time.Hour {
+	if !st.DelayedAutoStart || !st.StartAutomatic || st.ResetPeriod < time.Hour {
 		t.Fatalf("settings %+v", st)
+	}
+	// A damaged journal stops the service with SERVICE_STOPPED and exit
+	// 65, a non-crash failure: recovering from those would restart it in
+	// a loop, as systemd would without RestartPreventExitStatus=65.
+	if st.RecoveryOnNonCrashFailures {
+		t.Fatal("FailureActionsOnNonCrashFailures set: a damaged journal would restart in a loop")
 	}
 	// The stop wait must outlast the daemon's own shutdown (10 s for
 	// the listeners, then the journal) and the program's stop timeout.
@@ -257,6 +292,74 @@ func TestProgramExitsWhenTheDaemonFails(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no exit")
+	}
+}
+
+// What the service does when the daemon returns by itself: only a
+// damaged journal stops it for good (exit 65, the foreground's and the
+// systemd unit's code); anything else ends the process so that the
+// SCM's recovery actions restart it.
+func TestSelfStopExit(t *testing.T) {
+	damaged := fmt.Errorf("%w: C:\\ProgramData\\posedge\\journal.db: quick_check: page 7: btreeInitPage() returns error code 11", journal.ErrDamaged)
+	for _, tc := range []struct {
+		name    string
+		err     error
+		code    uint32
+		restart bool
+	}{
+		{"damaged journal", damagedJournal(damaged, `C:\ProgramData\posedge\posedge.yaml`), exitJournalDamaged, false},
+		{"damaged journal, wrapped again", fmt.Errorf("serve: %w", damagedJournal(damaged, "")), exitJournalDamaged, false},
+		{"port in use", damagedJournal(errors.New("listen :8080: address in use"), ""), 1, true},
+		{"journal not openable", errors.New("open journal: permission denied"), 1, true},
+		{"invalid config", &exitError{code: 1, err: errors.New("store_id: required")}, 1, true},
+		{"returned nil unasked", nil, 1, true},
+	} {
+		code, restart := selfStopExit(tc.err)
+		if code != tc.code || restart != tc.restart {
+			t.Errorf("%s: exit %d restart %v, want %d %v", tc.name, code, restart, tc.code, tc.restart)
+		}
+	}
+}
+
+// A daemon refusing a damaged journal does not end the process (a crash
+// to the SCM, which would restart it): the program hands the exit code
+// 65 to the service handler, which reports SERVICE_STOPPED with it, and
+// the Event Log gets one line with the advice.
+func TestProgramStopsCleanlyOnADamagedJournal(t *testing.T) {
+	ev := &fakeEventLog{}
+	exited := make(chan int, 1)
+	p := &program{stopTimeout: time.Second, log: slog.New(newEventLogHandler(ev, slog.LevelInfo)), exit: func(c int) { exited <- c },
+		run: func(context.Context) error {
+			return damagedJournal(fmt.Errorf("%w: journal.db: quick_check: bad page", journal.ErrDamaged), `C:\ProgramData\posedge\posedge.yaml`)
+		}}
+	if p.Refused() != nil {
+		t.Fatal("a refusal channel before Start")
+	}
+	if err := p.Start(nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-p.Refused():
+		if code != exitJournalDamaged {
+			t.Fatalf("refused with %d, want %d", code, exitJournalDamaged)
+		}
+	case c := <-exited:
+		t.Fatalf("the process ended with %d: the SCM would restart it", c)
+	case <-time.After(5 * time.Second):
+		t.Fatal("no refusal reported")
+	}
+	select {
+	case c := <-exited:
+		t.Fatalf("the process ended with %d after the refusal", c)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if len(ev.lines) != 1 || !strings.HasPrefix(ev.lines[0], "E ") || !strings.Contains(ev.lines[0], "journal damaged") ||
+		!strings.Contains(ev.lines[0], "posedge journal salvage --config") {
+		t.Fatalf("event log %q, want one error line naming the damage and the salvage command", ev.lines)
+	}
+	// The SCM may still ask it to stop before the handler returned.
+	if err := p.Stop(nil); err != nil {
+		t.Fatal(err)
 	}
 }
 

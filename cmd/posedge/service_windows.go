@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"time"
 
 	"github.com/kardianos/service"
@@ -23,8 +24,9 @@ import (
 const adminHint = " (run it from an elevated prompt: Run as administrator)"
 
 // runDaemon is `posedge run`. Started by the SCM it speaks the service
-// protocol through kardianos/service and logs to the Event Log; the
-// daemon itself is the same daemon.Run as in the foreground.
+// protocol (scmHandler) and logs to the Event Log through
+// kardianos/service's logger; the daemon itself is the same daemon.Run as
+// in the foreground.
 func runDaemon(ctx context.Context, path string, stderr io.Writer) error {
 	inService, err := svc.IsWindowsService()
 	if err != nil || !inService {
@@ -56,9 +58,52 @@ func runDaemon(ctx context.Context, path string, stderr io.Writer) error {
 		if err := applyWindowsSettings(windowsSettings()); err != nil {
 			log.Warn("could not set the service's recovery actions", "err", err)
 		}
-		return daemon.Run(ctx, cfg, version, log)
+		return damagedJournal(daemon.Run(ctx, cfg, version, log), path)
 	}
-	return s.Run()
+	h := &scmHandler{prg: prg}
+	if err := svc.Run(serviceName, h); err != nil {
+		return fmt.Errorf("run as the service %s: %w", serviceName, err)
+	}
+	if code := h.refusedWith.Load(); code != 0 {
+		// SERVICE_STOPPED is reported already: this exit is no crash.
+		return &exitError{code: int(code)}
+	}
+	return nil
+}
+
+// scmHandler is the service's side of the SCM protocol (svc.Handler).
+// Ours rather than kardianos' Execute, which returns only when the SCM
+// asks the service to stop: a daemon that refuses to serve could then
+// only end the process — a crash to the SCM, whose recovery actions
+// restart it, in a loop on a damaged journal. Here it reports
+// SERVICE_STOPPED with the service-specific exit code instead (65, a
+// non-crash failure, not recovered from: see selfStopExit).
+type scmHandler struct {
+	prg         *program
+	refusedWith atomic.Uint32 // set by Execute (the SCM's thread), read once svc.Run returned
+}
+
+func (h *scmHandler) Execute(_ []string, reqs <-chan svc.ChangeRequest, changes chan<- svc.Status) (bool, uint32) {
+	changes <- svc.Status{State: svc.StartPending}
+	_ = h.prg.Start(nil) // never fails: the daemon starts in its own goroutine
+	changes <- svc.Status{State: svc.Running, Accepts: svc.AcceptStop | svc.AcceptShutdown}
+	refused := h.prg.Refused()
+	for {
+		select {
+		case c := <-reqs:
+			switch c.Cmd {
+			case svc.Interrogate:
+				changes <- c.CurrentStatus
+			case svc.Stop, svc.Shutdown:
+				changes <- svc.Status{State: svc.StopPending}
+				_ = h.prg.Stop(nil) // bounded by its stopTimeout, never an error
+				return false, 0
+			}
+		case code := <-refused:
+			h.refusedWith.Store(code)
+			return true, code
+		}
+	}
 }
 
 // platformPaths makes the config's paths absolute under

@@ -27,9 +27,12 @@ type windowsServiceSettings struct {
 	// failure in ResetPeriod: restart, waiting longer each time.
 	Recovery    []recoveryAction
 	ResetPeriod time.Duration
-	// RecoveryOnNonCrashFailures: also recover when posedge stops by
-	// itself with an error (SERVICE_STOPPED and a non-zero exit code), not
-	// only when the process dies.
+	// RecoveryOnNonCrashFailures (FailureActionsOnNonCrashFailures):
+	// also recover when the service reports SERVICE_STOPPED with a
+	// non-zero exit code, not only when the process dies. Off: that is
+	// how posedge stops on a damaged journal (exit 65), which a restart
+	// cannot cure; every other failure ends the process, which the
+	// recovery actions do restart (selfStopExit).
 	RecoveryOnNonCrashFailures bool
 	// StopTimeout bounds `posedge stop`/`restart`: our own wait for
 	// SERVICE_STOPPED instead of kardianos' loop, which can spin forever
@@ -51,7 +54,7 @@ func windowsSettings() windowsServiceSettings {
 			{Restart: true, Delay: 60 * time.Second},
 		},
 		ResetPeriod:                24 * time.Hour,
-		RecoveryOnNonCrashFailures: true,
+		RecoveryOnNonCrashFailures: false,
 		StopTimeout:                40 * time.Second, // the daemon's own shutdown takes at most ~30 s
 		Account:                    `NT SERVICE\` + serviceName,
 	}

@@ -99,3 +99,43 @@ func TestPackageRemovalRefusedWhileUnsynced(t *testing.T) {
 		t.Fatalf("preremove with everything at HQ: exit %d\n%s", code, out)
 	}
 }
+
+// The package's postremove keeps the journal's folder on a remove (and
+// an rpm erase, "0"), an upgrade and anything else; only a Debian purge
+// deletes it.
+func TestPackageRemovalKeepsTheJournalUnlessPurged(t *testing.T) {
+	script, _ := filepath.Abs("../../packaging/nfpm/postremove.sh")
+	// On a box with systemd the script reloads it: not this machine's.
+	stub := t.TempDir()
+	if err := os.WriteFile(filepath.Join(stub, "systemctl"), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		arg  string
+		kept bool
+	}{
+		{"remove", true},
+		{"0", true},
+		{"upgrade", true},
+		{"1", true},
+		{"disappear", true},
+		{"purge", false},
+	} {
+		state := filepath.Join(t.TempDir(), "posedge")
+		if err := os.MkdirAll(state, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(state, "journal.db"), []byte("the only copy"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command("sh", script, tc.arg)
+		cmd.Env = append(os.Environ(), "POSEDGE_STATE="+state, "PATH="+stub+string(os.PathListSeparator)+os.Getenv("PATH"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("postremove %s: %v\n%s", tc.arg, err, out)
+		}
+		_, err := os.Stat(filepath.Join(state, "journal.db"))
+		if kept := err == nil; kept != tc.kept {
+			t.Errorf("postremove %s: journal kept %v, want %v (%v)", tc.arg, kept, tc.kept, err)
+		}
+	}
+}

@@ -48,6 +48,12 @@ type StoreOptions struct {
 	// NATSProxy puts a FaultProxy between posedge and NATS (posedge-hq
 	// connects directly): Store.NATSProxy makes the WAN misbehave.
 	NATSProxy bool
+	// RedisProxy puts a FaultProxy between posedge and the Redis master:
+	// Store.RedisProxy makes that one link misbehave while Redis and
+	// Sentinel stay healthy. posedge then connects to redis.addr (the
+	// proxy), not through Sentinel, which would hand it the master's own
+	// address; so it follows no failover.
+	RedisProxy bool
 	// JournalDir holds journal.db instead of the store's directory (a
 	// filesystem a test can take away).
 	JournalDir string
@@ -83,6 +89,8 @@ type Store struct {
 	Bin       string
 	client    *http.Client
 	opts      StoreOptions
+
+	RedisProxy *FaultProxy // with StoreOptions.RedisProxy
 }
 
 func randHex(n int) string {
@@ -112,6 +120,9 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	s.NATS = StartNATS(t)
 	if o.NATSProxy {
 		s.NATSProxy = StartFaultProxy(t, fmt.Sprintf("127.0.0.1:%d", s.NATS.Port))
+	}
+	if o.RedisProxy {
+		s.RedisProxy = StartFaultProxy(t, s.Redis.NodeAddr(s.Redis.MasterIndex()))
 	}
 	t.Cleanup(s.Close)
 	if !o.NoHQ {
@@ -192,6 +203,10 @@ func (s *Store) writeConfig(o StoreOptions) {
 	for _, a := range s.Redis.SentinelAddrs() {
 		sents = append(sents, fmt.Sprintf("%q", a))
 	}
+	redisCfg := fmt.Sprintf("sentinels: [%s], master_name: %q", strings.Join(sents, ", "), MasterName)
+	if s.RedisProxy != nil {
+		redisCfg = fmt.Sprintf("addr: %q", s.RedisProxy.Addr())
+	}
 	natsURL := s.NATS.URL()
 	if s.NATSProxy != nil {
 		natsURL = "nats://" + s.NATSProxy.Addr()
@@ -205,13 +220,13 @@ func (s *Store) writeConfig(o StoreOptions) {
 timezone: %q
 listen: "127.0.0.1:%d"
 admin: {listen: "127.0.0.1:%d"}
-redis: {sentinels: [%s], master_name: %q, min_replicas_ack: 1}
+redis: {%s, min_replicas_ack: 1}
 journal: {path: %q}
 hq: {nats_url: %q, batch_size: %d, subject_prefix: %q}
 log: {level: "debug"}
 terminals:
 %s%s
-%s`, s.StoreID, o.Timezone, edgePort, adminPort, strings.Join(sents, ", "), MasterName, s.Journal,
+%s`, s.StoreID, o.Timezone, edgePort, adminPort, redisCfg, s.Journal,
 		natsURL, o.BatchSize, o.SubjectPrefix, terms.String(), limits, o.Extra)
 	if err := os.WriteFile(s.Config, []byte(cfg), 0o644); err != nil {
 		s.t.Fatal(err)
@@ -224,7 +239,7 @@ terminals:
 func (s *Store) StartTwin(nodeID int) *Store {
 	s.t.Helper()
 	tw := &Store{t: s.t, Dir: filepath.Join(s.Dir, fmt.Sprintf("node%d", nodeID)), StoreID: s.StoreID,
-		Redis: s.Redis, NATS: s.NATS, NATSProxy: s.NATSProxy, HQDB: s.HQDB, HQAdmin: s.HQAdmin, Bin: s.Bin,
+		Redis: s.Redis, NATS: s.NATS, NATSProxy: s.NATSProxy, RedisProxy: s.RedisProxy, HQDB: s.HQDB, HQAdmin: s.HQAdmin, Bin: s.Bin,
 		Terminals: s.Terminals, Keys: s.Keys, client: s.client, opts: s.opts}
 	tw.opts.Extra = fmt.Sprintf("node_id: %d\n%s", nodeID, s.opts.Extra)
 	if err := os.MkdirAll(tw.Dir, 0o755); err != nil {
