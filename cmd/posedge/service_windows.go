@@ -115,7 +115,8 @@ func platformPaths(c *config.Config) []string {
 
 // installService registers the service with kardianos (which also makes
 // the Event Log source), then sets what kardianos cannot: escalating
-// recovery actions, recovery on non-crash failures, delayed auto-start.
+// recovery actions (crashes only: a refusal to serve is not recovered
+// from), delayed auto-start.
 func installService(s service.Service, spec serviceSpec, out io.Writer) error {
 	if err := os.MkdirAll(winDir(spec.Journal), 0o750); err != nil {
 		return fmt.Errorf("create the journal's folder: %w", err)
