@@ -263,9 +263,10 @@ func TestUpgradeRewritesTheTimesOfAnOlderJournal(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		// More values to rewrite than one chunk of the upgrade holds.
+		// Times with an offset other than Z (no posedge wrote them, the
+		// upgrade reads them in Go): more than one chunk of them.
 		if _, err := db.Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 2500)
-			INSERT INTO items SELECT 'C' || i, 'c', 1, 1, ? FROM n`, old(at(500*ms))); err != nil {
+			INSERT INTO items SELECT 'C' || i, 'c', 1, 1, ? FROM n`, at(500*ms).In(time.FixedZone("", 3600)).Format(time.RFC3339Nano)); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -314,18 +315,20 @@ func TestUpgradeRewritesTheTimesOfAnOlderJournal(t *testing.T) {
 	if txns, _, err := j.AppliedSince(ctx, set, 0, 10); err != nil || len(txns) != 1 {
 		t.Errorf("after the upgrade, journaled since %s: %d %v, want the sale", ts(set), len(txns), err)
 	}
-	for _, c := range timeColumns() {
+	for _, tt := range timeTables() {
 		where := ""
-		if c.where != "" {
-			where = " AND " + c.where
+		if tt.where != "" {
+			where = " AND " + tt.where
 		}
-		var n int
-		if err := j.r.QueryRow(`SELECT COUNT(*) FROM ` + c.table + ` WHERE ` + c.column + ` IS NOT NULL AND ` + c.column + ` != 'not a time'
-			AND (length(` + c.column + `) != 30 OR substr(` + c.column + `, 30, 1) != 'Z')` + where).Scan(&n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 0 {
-			t.Errorf("%s.%s: %d values not in the fixed layout", c.table, c.column, n)
+		for _, c := range tt.columns {
+			var n int
+			if err := j.r.QueryRow(`SELECT COUNT(*) FROM ` + tt.table + ` WHERE ` + c + ` IS NOT NULL AND ` + c + ` != 'not a time'
+				AND (length(` + c + `) != 30 OR substr(` + c + `, 30, 1) != 'Z')` + where).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 0 {
+				t.Errorf("%s.%s: %d values not in the fixed layout", tt.table, c, n)
+			}
 		}
 	}
 	var adjAt, unapAt, catAt, metaAt string
@@ -348,6 +351,11 @@ func TestUpgradeRewritesTheTimesOfAnOlderJournal(t *testing.T) {
 			t.Errorf("old %q upgraded to %q (reads %v), want %q", old(at(f)), raw, it.UpdatedAt, ts(at(f)))
 		}
 	}
+	var offsetAt string
+	_ = j.r.QueryRow(`SELECT updated_at FROM items WHERE barcode = 'C2500'`).Scan(&offsetAt)
+	if offsetAt != ts(at(500*ms)) {
+		t.Errorf("a time with an offset upgraded to %q, want %q", offsetAt, ts(at(500*ms)))
+	}
 	if err := j.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -360,5 +368,49 @@ func TestUpgradeRewritesTheTimesOfAnOlderJournal(t *testing.T) {
 	defer j.Close()
 	if a := expected(j); a.Expected != 97 || a.Moves != 2 {
 		t.Errorf("after a second open, A expected %d with %d moves", a.Expected, a.Moves)
+	}
+}
+
+// The upgrade pads in SQL what ts wrote before timeLayout, to exactly
+// what ts writes now, and leaves every other value to the Go pass.
+func TestUpgradePadsTrimmedTimesInSQL(t *testing.T) {
+	ctx := context.Background()
+	var cases []struct{ in, want string }
+	for _, ns := range []int{0, 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000, 100000000, 120000000, 123456780, 123456789, 999999999} {
+		tm := at(time.Duration(ns))
+		cases = append(cases, struct{ in, want string }{old(tm), ts(tm)})
+	}
+	for _, other := range []string{"not a time", "2026-12-01T11:00:00.5+01:00", "2026-12-01T10:00:00.Z", "2026-12-01T10:00:00.1x5Z",
+		"2026-12-01T10:00:00.1234567890Z", "2026-12-01 10:00:00Z", ""} {
+		cases = append(cases, struct{ in, want string }{other, other})
+	}
+	path := oldJournal(t, func(db *sql.DB) {
+		for i, c := range cases {
+			if _, err := db.Exec(`INSERT INTO items VALUES (?, 'x', 1, 1, ?)`, i, c.in); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+	db, err := sql.Open("sqlite", dsn(path, Options{BusyTimeout: time.Second}, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if _, err := fixTimeTable(ctx, tx, timeTable{table: "items", columns: []string{"updated_at"}}); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range cases {
+		var got string
+		if err := tx.QueryRow(`SELECT updated_at FROM items WHERE barcode = ?`, i).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%q padded to %q, want %q", c.in, got, c.want)
+		}
 	}
 }
