@@ -414,3 +414,46 @@ func TestUpgradePadsTrimmedTimesInSQL(t *testing.T) {
 		}
 	}
 }
+
+// A journal salvaged from one before schema version 1 is at the current
+// version: its times are rewritten on the way.
+func TestSalvageOfAnOlderJournalRewritesItsTimes(t *testing.T) {
+	ctx := context.Background()
+	set, sold := at(0), at(250*ms)
+	src := oldJournal(t, func(db *sql.DB) {
+		for _, q := range []struct {
+			q    string
+			args []any
+		}{
+			{`INSERT INTO items VALUES ('A', 'a', 199, 100, ?)`, []any{old(set)}},
+			{`INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind, tender, total_cents, business_day,
+				business_hour, created_at, body, mode, applied, state, journaled_at)
+				VALUES ('1000000000000001', 1, 'T01', 'k1', 'fp', 'sale', 'cash', 398, '20261201', '10', ?, '{}', 'normal', 1, 'pending', ?)`,
+				[]any{old(sold), old(sold)}},
+			{`INSERT INTO txn_lines VALUES ('1000000000000001', 0, 'A', 2, 199)`, nil},
+		} {
+			if _, err := db.Exec(q.q, q.args...); err != nil {
+				t.Fatalf("%s: %v", q.q, err)
+			}
+		}
+	})
+	dest := filepath.Join(t.TempDir(), "salvaged.db")
+	if _, err := Salvage(ctx, src, dest); err != nil {
+		t.Fatal(err)
+	}
+	j, err := Open(ctx, dest, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer j.Close()
+	var updated, journaled string
+	_ = j.r.QueryRow(`SELECT updated_at FROM items`).Scan(&updated)
+	_ = j.r.QueryRow(`SELECT journaled_at FROM txns`).Scan(&journaled)
+	if updated != ts(set) || journaled != ts(sold) {
+		t.Errorf("salvaged times %q and %q, want %q and %q", updated, journaled, ts(set), ts(sold))
+	}
+	items, err := j.ExpectedStock(ctx, math.MaxInt64)
+	if err != nil || len(items) != 1 || items[0].Expected != 98 || items[0].Moves != 1 {
+		t.Errorf("expected stock of the salvaged journal: %+v %v, want 98 with 1 move", items, err)
+	}
+}
