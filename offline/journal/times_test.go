@@ -457,3 +457,37 @@ func TestSalvageOfAnOlderJournalRewritesItsTimes(t *testing.T) {
 		t.Errorf("expected stock of the salvaged journal: %+v %v, want 98 with 1 move", items, err)
 	}
 }
+
+// The oldest unsynced and the last acknowledged times of the stats
+// (status, the heartbeat to HQ) are the earliest and the latest.
+func TestStatsTimesWithinASecond(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range fractionPairs {
+		t.Run(c.name, func(t *testing.T) {
+			clk := &clock{}
+			j := openTemp(t, Options{Now: clk.now})
+			// Sales 1 to 3 wait, the earliest neither first nor last; 4
+			// and 5 are acknowledged, the latest first.
+			for i, created := range []time.Time{c.b, c.a, c.b, c.b, c.b} {
+				s := sale(i + 1)
+				s.CreatedAt = created
+				if err := j.Append(ctx, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, ackedAt := range []time.Time{c.b, c.a} {
+				clk.t = ackedAt
+				if err := j.MarkAcked(ctx, sale(4+i).FlowNo); err != nil {
+					t.Fatal(err)
+				}
+			}
+			st, err := j.Stats(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.OldestUnsent == nil || !st.OldestUnsent.Equal(c.a) || st.LastAckedAt == nil || !st.LastAckedAt.Equal(c.b) {
+				t.Errorf("oldest unsynced %v, last acked %v, want %v and %v", st.OldestUnsent, st.LastAckedAt, c.a, c.b)
+			}
+		})
+	}
+}
