@@ -82,6 +82,9 @@ type Options struct {
 	ReadOnly     bool          // for `posedge status` when the daemon is down
 	OnCommit     func(n int)   // called after each durable commit with the number of writes it held (metrics)
 	Logger       *slog.Logger
+	// Now is the clock of the times the journal stamps itself
+	// (journaled_at, acked_at, set-aside times); default time.Now.
+	Now func() time.Time
 }
 
 // Journal is an open journal file.
@@ -132,6 +135,9 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	j := &Journal{path: path, log: o.Logger, opt: o, reqs: make(chan *writeReq, 1024),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	if o.ReadOnly {
@@ -170,7 +176,7 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)
-	if err := migrate(ctx, w); err != nil {
+	if err := migrate(ctx, w, o.Logger); err != nil {
 		w.Close()
 		if isCorrupt(err) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrDamaged, path, err)
@@ -270,9 +276,26 @@ CREATE TABLE IF NOT EXISTS quarantine (
 CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL);
 `
 
-func migrate(ctx context.Context, db *sql.DB) error {
-	_, err := db.ExecContext(ctx, schema+unappliableSchema+catalogSchema+adjustmentsSchema)
-	return err
+// migrate brings the journal to the current schema in one transaction:
+// the tables this version added (CREATE TABLE IF NOT EXISTS), then the
+// upgrades of the rows in place a journal of an earlier schema version
+// needs (see upgrades).
+func migrate(ctx context.Context, db *sql.DB, log *slog.Logger) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, schema+unappliableSchema+catalogSchema+adjustmentsSchema); err != nil {
+		return fmt.Errorf("create tables: %w", err)
+	}
+	if err := upgrade(ctx, tx, log); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // writeReq is one unit of work for the single writer: fn runs inside a
@@ -409,8 +432,20 @@ func classify(err error) error {
 	return err
 }
 
-func ts(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+// timeLayout is how the journal keeps a time: UTC with all nine digits
+// of the fraction, so that text order — what SQLite compares and sorts
+// the time columns by — is time order. RFC 3339 as Go writes it trims
+// the fraction's trailing zeros, and then "…:00Z" sorts after
+// "…:00.5Z" and "…:00.1Z" after "…:00.15Z".
+const timeLayout = "2006-01-02T15:04:05.000000000Z"
 
+// ts is the one form of every time written to the journal, whether as a
+// column's value or as an argument compared with one.
+func ts(t time.Time) string { return t.UTC().Format(timeLayout) }
+
+// parseTS reads a time the journal kept: timeLayout, or the trimmed
+// RFC 3339 of a journal not yet upgraded (opened read-only); the zero
+// time when it is neither.
 func parseTS(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strings"
@@ -58,6 +59,19 @@ func Salvage(ctx context.Context, src, dest string) (SalvageReport, error) {
 		if err := salvageTable(ctx, in, out, table, &rep); err != nil {
 			return rep, fmt.Errorf("salvage table %s of %s: %w", table, src, err)
 		}
+	}
+	// The new file is at the current schema version; rows of a journal
+	// from before it came with the times of their day.
+	tx, err := out.BeginTx(ctx, nil)
+	if err != nil {
+		return rep, fmt.Errorf("upgrade the times salvaged into %s: %w", dest, err)
+	}
+	defer tx.Rollback()
+	if _, err := fixTimes(ctx, tx, slog.New(slog.DiscardHandler)); err != nil {
+		return rep, fmt.Errorf("upgrade the times salvaged into %s: %w", dest, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return rep, fmt.Errorf("upgrade the times salvaged into %s: %w", dest, err)
 	}
 	return rep, nil
 }

@@ -23,7 +23,7 @@ func (j *Journal) Append(ctx context.Context, t Txn) error {
 	err := j.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Stmt(j.st.insertTxn).Exec(t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
 			t.TotalCents, t.BusinessDay, t.BusinessHour, ts(t.CreatedAt), t.Body, t.Mode, boolInt(t.Applied),
-			t.State, ts(time.Now())); err != nil {
+			t.State, ts(j.opt.Now())); err != nil {
 			return err
 		}
 		ins := tx.Stmt(j.st.insertLine)
@@ -318,7 +318,7 @@ func (j *Journal) MarkSent(ctx context.Context, flowNos ...string) error {
 // MarkAcked records JetStream's acknowledgement of these rows.
 func (j *Journal) MarkAcked(ctx context.Context, flowNos ...string) error {
 	return j.updateFlows(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ? WHERE `+inFlows,
-		flowNos, ts(time.Now()))
+		flowNos, ts(j.opt.Now()))
 }
 
 // MarkAckedRows is MarkAcked for outbox rows named by their RowID, which
@@ -333,7 +333,7 @@ func (j *Journal) MarkAckedRows(ctx context.Context, rowIDs ...int64) error {
 	}
 	return j.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = ?
-			WHERE rowid IN (SELECT value FROM json_each(?)) AND state IN ('pending','sent')`, ts(time.Now()), string(list))
+			WHERE rowid IN (SELECT value FROM json_each(?)) AND state IN ('pending','sent')`, ts(j.opt.Now()), string(list))
 		return err
 	})
 }
@@ -350,7 +350,7 @@ func (j *Journal) Quarantine(ctx context.Context, flowNo, reason string) error {
 		if _, err := tx.Exec(`UPDATE txns SET state = 'quarantined', last_error = ? WHERE flow_no = ?`, reason, flowNo); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`INSERT OR REPLACE INTO quarantine (flow_no, reason, at) VALUES (?,?,?)`, flowNo, reason, ts(time.Now()))
+		_, err := tx.Exec(`INSERT OR REPLACE INTO quarantine (flow_no, reason, at) VALUES (?,?,?)`, flowNo, reason, ts(j.opt.Now()))
 		return err
 	})
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"time"
 )
 
 // The values of txns.applied. A transaction Redis refused to apply for a
@@ -42,7 +41,7 @@ func (j *Journal) SetUnappliable(ctx context.Context, flowNo, reason string) err
 		if n, _ := res.RowsAffected(); n == 0 {
 			return fmt.Errorf("set %s aside: no such transaction, or set aside already", flowNo)
 		}
-		_, err = tx.Exec(`INSERT OR REPLACE INTO unappliable (flow_no, reason, at) VALUES (?,?,?)`, flowNo, reason, ts(time.Now()))
+		_, err = tx.Exec(`INSERT OR REPLACE INTO unappliable (flow_no, reason, at) VALUES (?,?,?)`, flowNo, reason, ts(j.opt.Now()))
 		return err
 	})
 }
