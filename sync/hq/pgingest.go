@@ -89,9 +89,11 @@ const pgIngest = `WITH u AS (
 	-- posedge-hq after this statement began (not visible here), is
 	-- decided by the careful path.
 	SELECT u.n, ins.flow_no IS NOT NULL,
-		CASE WHEN ins.flow_no IS NULL AND tr.body::text IS DISTINCT FROM u.b THEN posedge_batch_needs_care() END
+		CASE WHEN ins.flow_no IS NULL THEN
+			CASE WHEN (SELECT tr.body::text FROM transactions tr WHERE tr.store_id = u.s AND tr.flow_no = u.f) IS DISTINCT FROM u.b
+				THEN posedge_batch_needs_care() END
+		END
 	FROM u LEFT JOIN ins ON ins.store_id = u.s AND ins.flow_no = u.f
-		LEFT JOIN transactions tr ON ins.flow_no IS NULL AND tr.store_id = u.s AND tr.flow_no = u.f
 	ORDER BY u.n`
 
 // errCareful: the batch cannot take the one-round-trip path.
