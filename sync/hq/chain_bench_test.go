@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,7 +30,9 @@ import (
 // Size with POSEDGE_CHAIN_STORES (default 20) and POSEDGE_CHAIN_TXNS
 // (transactions per store, default 500); POSEDGE_CHAIN_HQ lists the
 // posedge-hq counts (default "1,2,4"), POSEDGE_CHAIN_BATCH is their
-// batch_size (default 256). make bench-hq runs the 1,000 × 5,000.
+// batch_size (default 256); with POSEDGE_CHAIN_CPUPROFILE=DIR the first
+// posedge-hq writes a CPU profile of its run to DIR/hq<count>.cpu. make
+// bench-hq runs the 1,000 × 5,000.
 func BenchmarkChainReplay(b *testing.B) {
 	stores := envInt(b, "POSEDGE_CHAIN_STORES", 20)
 	txns := envInt(b, "POSEDGE_CHAIN_TXNS", 500)
@@ -49,7 +52,11 @@ func BenchmarkChainReplay(b *testing.B) {
 	for _, processes := range counts {
 		b.Run(fmt.Sprintf("hq=%d", processes), func(b *testing.B) {
 			for range b.N {
-				benchChain(b, chainBench{stores: stores, txns: txns, processes: processes, batch: batch, lagEvery: lagEvery})
+				cb := chainBench{stores: stores, txns: txns, processes: processes, batch: batch, lagEvery: lagEvery}
+				if dir := os.Getenv("POSEDGE_CHAIN_CPUPROFILE"); dir != "" {
+					cb.cpuOut = filepath.Join(dir, fmt.Sprintf("hq%d.cpu", processes))
+				}
+				benchChain(b, cb)
 			}
 		})
 	}
@@ -58,6 +65,7 @@ func BenchmarkChainReplay(b *testing.B) {
 type chainBench struct {
 	stores, txns, processes, batch int
 	lagEvery                       time.Duration
+	cpuOut                         string
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -76,7 +84,7 @@ func benchChain(b *testing.B, cb chainBench) {
 	b.StopTimer()
 	ctx := context.Background()
 	stores, txns, processes := cb.stores, cb.txns, cb.processes
-	c := startChainHQWith(b, processes, cb.batch)
+	c := startChainHQWith(b, processes, cb.batch, cb.cpuOut)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	built := time.Now()
 	chain, err := chainsim.Build(ctx, chainsim.Options{Stores: stores, Txns: txns, Dir: b.TempDir(), Log: log})
@@ -104,6 +112,12 @@ func benchChain(b *testing.B, cb chainBench) {
 		b.Errorf("replay: %v", err)
 	}
 	maxLag, series := lag.stop()
+	if cb.cpuOut != "" {
+		// SIGTERM: posedge-hq ends its profile on the way out.
+		if err := c.HQ[0].Terminate(30 * time.Second); err != nil {
+			b.Errorf("profile: %v", err)
+		}
+	}
 	if n := c.stored(); n != total {
 		b.Fatalf("HQ holds %d, want %d", n, total)
 	}

@@ -64,20 +64,21 @@ type chainHQ struct {
 	DB     string
 	HQ     []*testenv.Proc
 	admins []string
-	batch  int      // posedge-hq's batch_size
+	batch  int    // posedge-hq's batch_size
+	cpuOut string // when set, posedge-hq 0 writes a CPU profile here
 	store  hq.Store // the same database, read by the test
 }
 
 func startChainHQ(t testing.TB, processes int) *chainHQ {
 	t.Helper()
-	return startChainHQWith(t, processes, hq.DefaultBatchSize)
+	return startChainHQWith(t, processes, hq.DefaultBatchSize, "")
 }
 
 // startChainHQWith is startChainHQ with posedge-hq's batch_size.
-func startChainHQWith(t testing.TB, processes, batch int) *chainHQ {
+func startChainHQWith(t testing.TB, processes, batch int, cpuOut string) *chainHQ {
 	t.Helper()
 	bin := bins(t)
-	c := &chainHQ{t: t, batch: batch, NATS: testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3), PG: testenv.StartPostgres(t)}
+	c := &chainHQ{t: t, batch: batch, cpuOut: cpuOut, NATS: testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3), PG: testenv.StartPostgres(t)}
 	c.DB = c.PG.NewDatabase(t)
 	for i := range processes {
 		c.HQ = append(c.HQ, c.newHQ(i, c.NATS.URL()))
@@ -104,8 +105,11 @@ func (c *chainHQ) newHQ(i int, natsURL string) *testenv.Proc {
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	p := &testenv.Proc{Name: fmt.Sprintf("posedge-hq %d", i), Args: []string{filepath.Join(binDir, "posedge-hq"), "run", "--config", conf},
-		Log: filepath.Join(dir, "hq.log")}
+	args := []string{filepath.Join(binDir, "posedge-hq"), "run", "--config", conf}
+	if i == 0 && c.cpuOut != "" {
+		args = append(args, "--cpuprofile", c.cpuOut)
+	}
+	p := &testenv.Proc{Name: fmt.Sprintf("posedge-hq %d", i), Args: args, Log: filepath.Join(dir, "hq.log")}
 	c.t.Cleanup(p.Kill)
 	return p
 }
