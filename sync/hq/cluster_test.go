@@ -64,8 +64,8 @@ type chainHQ struct {
 	DB     string
 	HQ     []*testenv.Proc
 	admins []string
-	batch  int    // posedge-hq's batch_size
-	cpuOut string // when set, posedge-hq 0 writes a CPU profile here
+	batch  int      // posedge-hq's batch_size
+	cpuOut string   // when set, posedge-hq 0 writes a CPU profile here
 	store  hq.Store // the same database, read by the test
 }
 
