@@ -127,12 +127,15 @@ profile: ## pprof CPU and allocation summaries of the lookup, sale, replay and i
 fuzz: ## every fuzz target for FUZZTIME each (default 60s), one at a time: executions and crashes per target
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
-# The chain of bench-hq: stores × transactions per store.
+# The chain of bench-hq: stores × transactions per store, the posedge-hq
+# counts it runs (one after the other) and their batch_size.
 CHAIN_STORES ?= 1000
 CHAIN_TXNS   ?= 5000
+CHAIN_HQ     ?= 1,2,4
+CHAIN_BATCH  ?= 256
 
 bench-hq: ## HQ at chain scale: CHAIN_STORES stores replay CHAIN_TXNS each to 1, 2, 4 posedge-hq over a 3-node cluster (long)
-	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) \
+	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) POSEDGE_CHAIN_HQ=$(CHAIN_HQ) POSEDGE_CHAIN_BATCH=$(CHAIN_BATCH) \
 		go test -p 1 -count=1 -run '^$$' -bench '^BenchmarkChainReplay$$' -benchtime 1x -timeout 600m -v ./sync/hq/ | tee bench-hq.log | grep '^figure'
 
 clean: ## stop what a demo left running; remove ./bin, ./dist, ./.demo and docs/api.html

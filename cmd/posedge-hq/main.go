@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 
@@ -37,7 +38,7 @@ type usageError struct{ msg string }
 func (e *usageError) Error() string { return e.msg }
 
 const usage = `usage:
-  posedge-hq run --config FILE [--log-format text|json] [--log-level debug|info|warn|error]
+  posedge-hq run --config FILE [--log-format text|json] [--log-level debug|info|warn|error] [--cpuprofile FILE]
   posedge-hq catalog import [--config FILE] FILE.csv
   posedge-hq version
 `
@@ -90,11 +91,19 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	configPath := fs.String("config", hq.DefaultConfigPath, "config file")
 	logFormat := fs.String("log-format", "text", "log format: text or json")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile (go tool pprof) of the run to this file, ended by SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		return &usageError{"run: " + err.Error()}
 	}
 	if fs.NArg() > 0 {
 		return &usageError{fmt.Sprintf("run: unexpected argument %q", fs.Arg(0))}
+	}
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	log, err := newLogger(c.stderr, *logFormat, *logLevel)
 	if err != nil {
@@ -108,6 +117,22 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("invalid config, nothing started:\n%w", err)
 	}
 	return hq.NewServer(cfg, log, version).Run(ctx)
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

@@ -10,6 +10,11 @@
 // status and latency percentiles per route.
 //
 //	posedge-sim --keys … --scans 5-10 --tokens 0.3 --refunds 0.1 --batch-every 2s
+//
+// A chain after an HQ outage (`posedge-sim chain -h`): many stores, their
+// journals filled with a day each, replaying at once to HQ's NATS.
+//
+//	posedge-sim chain --nats-url nats://hq1:4222,nats://hq2:4222 --stores 1000 --txns 5000
 package main
 
 import (
@@ -46,6 +51,9 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "chain" {
+		return runChain(ctx, args[1:], out)
+	}
 	fs := flag.NewFlagSet("posedge-sim", flag.ContinueOnError)
 	var c Config
 	var keys, barcodes string

@@ -72,20 +72,39 @@ func Build(ctx context.Context, o Options) (*Chain, error) {
 	if o.Dir == "" {
 		return nil, errors.New("chainsim: Dir required")
 	}
-	c := &Chain{o: o}
+	c := &Chain{o: o, Stores: make([]*Store, o.Stores)}
+	// Stores are filled eight at a time: each journal's group commit
+	// waits on its own fsync, so several journals keep the disk busier.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var first error
+	sem := make(chan struct{}, 8)
 	for i := range o.Stores {
 		id := fmt.Sprintf("C%05d", i+1)
 		j, err := journal.Open(ctx, filepath.Join(o.Dir, id+".db"), journal.Options{Logger: o.Log})
 		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("open journal of %s: %w", id, err)
+			mu.Lock()
+			first = errors.Join(first, fmt.Errorf("open journal of %s: %w", id, err))
+			mu.Unlock()
+			break
 		}
 		s := &Store{ID: id, Journal: j, Day: o.Day.Format("20060102")}
-		c.Stores = append(c.Stores, s)
-		if err := c.fill(ctx, s); err != nil {
-			c.Close()
-			return nil, fmt.Errorf("fill journal of %s: %w", id, err)
-		}
+		c.Stores[i] = s
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := c.fill(ctx, s); err != nil {
+				mu.Lock()
+				first = errors.Join(first, fmt.Errorf("fill journal of %s: %w", id, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		c.Close()
+		return nil, first
 	}
 	return c, nil
 }
@@ -298,7 +317,9 @@ func (c *Chain) Manifests(ctx context.Context) (int, error) {
 // Close closes the journals.
 func (c *Chain) Close() {
 	for _, s := range c.Stores {
-		s.Journal.Close()
+		if s != nil {
+			s.Journal.Close()
+		}
 	}
 }
 

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,20 +25,47 @@ import (
 // replay at once (jittered over 2 s, unthrottled) to 1, 2 and 4
 // posedge-hq on PostgreSQL over a 3-node cluster with stream_replicas 3.
 // Each op is the whole replay. Printed as "figure <name> <value>" lines:
-// rows/s at HQ, seconds until the last row landed, and the consumer's
-// greatest lag. Size with POSEDGE_CHAIN_STORES (default 20) and
-// POSEDGE_CHAIN_TXNS (transactions per store, default 500); make
+// rows/s at HQ, seconds until the last row landed, the consumer's
+// greatest lag and its lag every POSEDGE_CHAIN_LAG_EVERY (default 10 s).
+// Size with POSEDGE_CHAIN_STORES (default 20) and POSEDGE_CHAIN_TXNS
+// (transactions per store, default 500); POSEDGE_CHAIN_HQ lists the
+// posedge-hq counts (default "1,2,4"), POSEDGE_CHAIN_BATCH is their
+// batch_size (default 256); with POSEDGE_CHAIN_CPUPROFILE=DIR the first
+// posedge-hq writes a CPU profile of its run to DIR/hq<count>.cpu. make
 // bench-hq runs the issue's 1,000 × 5,000.
 func BenchmarkChainReplay(b *testing.B) {
 	stores := envInt(b, "POSEDGE_CHAIN_STORES", 20)
 	txns := envInt(b, "POSEDGE_CHAIN_TXNS", 500)
-	for _, processes := range []int{1, 2, 4} {
+	batch := envInt(b, "POSEDGE_CHAIN_BATCH", hq.DefaultBatchSize)
+	lagEvery := time.Duration(envInt(b, "POSEDGE_CHAIN_LAG_EVERY", 10)) * time.Second
+	counts := []int{1, 2, 4}
+	if v := os.Getenv("POSEDGE_CHAIN_HQ"); v != "" {
+		counts = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("POSEDGE_CHAIN_HQ=%q: want a list of positive numbers", v)
+			}
+			counts = append(counts, n)
+		}
+	}
+	for _, processes := range counts {
 		b.Run(fmt.Sprintf("hq=%d", processes), func(b *testing.B) {
 			for range b.N {
-				benchChain(b, stores, txns, processes)
+				cb := chainBench{stores: stores, txns: txns, processes: processes, batch: batch, lagEvery: lagEvery}
+				if dir := os.Getenv("POSEDGE_CHAIN_CPUPROFILE"); dir != "" {
+					cb.cpuOut = filepath.Join(dir, fmt.Sprintf("hq%d.cpu", processes))
+				}
+				benchChain(b, cb)
 			}
 		})
 	}
+}
+
+type chainBench struct {
+	stores, txns, processes, batch int
+	lagEvery                       time.Duration
+	cpuOut                         string
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -51,10 +80,11 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
-func benchChain(b *testing.B, stores, txns, processes int) {
+func benchChain(b *testing.B, cb chainBench) {
 	b.StopTimer()
 	ctx := context.Background()
-	c := startChainHQ(b, processes)
+	stores, txns, processes := cb.stores, cb.txns, cb.processes
+	c := startChainHQWith(b, processes, cb.batch, cb.cpuOut)
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	built := time.Now()
 	chain, err := chainsim.Build(ctx, chainsim.Options{Stores: stores, Txns: txns, Dir: b.TempDir(), Log: log})
@@ -65,25 +95,37 @@ func benchChain(b *testing.B, stores, txns, processes int) {
 	b.Logf("%d journals of %d transactions built in %v", stores, txns, time.Since(built).Round(time.Millisecond))
 	total := int64(chain.Txns())
 
-	lag := newLagSampler(b, c.NATS.URL())
+	lag := newLagSampler(b, c.NATS.URL(), cb.lagEvery)
 	b.StartTimer()
 	start := time.Now()
 	stop, err := chain.Replay(ctx, chainsim.ReplayOptions{NATSURL: c.NATS.URL(), StartJitter: 2 * time.Second, BatchSize: 500})
 	if err != nil {
 		b.Fatal(err)
 	}
-	testenv.WaitFor(b, 2*time.Hour, "the whole chain stored at HQ", func() bool { return c.stored() >= total })
+	testenv.WaitFor(b, 4*time.Hour, "the whole chain stored at HQ", func() bool {
+		time.Sleep(250 * time.Millisecond) // a sum over the stores table, not a count of millions of rows
+		return c.counted() >= total
+	})
 	took := time.Since(start)
 	b.StopTimer()
 	if err := stop(); err != nil {
 		b.Errorf("replay: %v", err)
 	}
-	maxLag := lag.stop()
+	maxLag, series := lag.stop()
+	if cb.cpuOut != "" {
+		// SIGTERM: posedge-hq ends its profile on the way out.
+		if err := c.HQ[0].Terminate(30 * time.Second); err != nil {
+			b.Errorf("profile: %v", err)
+		}
+	}
 	if n := c.stored(); n != total {
 		b.Fatalf("HQ holds %d, want %d", n, total)
 	}
-	name := fmt.Sprintf("chain_%dx%d_hq%d", stores, txns, processes)
+	name := fmt.Sprintf("chain_%dx%d_hq%d_batch%d", stores, txns, processes, cb.batch)
 	fmt.Printf("figure %s_rows_per_s %.0f\n", name, float64(total)/took.Seconds())
+	for _, p := range series {
+		fmt.Printf("figure %s_lag_at_%ds %d\n", name, int(p.at.Seconds()), p.lag)
+	}
 	fmt.Printf("figure %s_land_s %.1f\n", name, took.Seconds())
 	fmt.Printf("figure %s_max_consumer_lag %d\n", name, maxLag)
 	b.ReportMetric(float64(total)/took.Seconds(), "rows/s")
@@ -91,14 +133,21 @@ func benchChain(b *testing.B, stores, txns, processes int) {
 }
 
 // lagSampler reads the consumer's lag (messages in the stream not yet
-// acked by posedge-hq) every second and logs it every ten.
+// acked by posedge-hq) every second, keeping the greatest and one
+// sample every `every`.
 type lagSampler struct {
-	done chan struct{}
-	wg   sync.WaitGroup
-	max  uint64
+	done   chan struct{}
+	wg     sync.WaitGroup
+	max    uint64
+	series []lagPoint
 }
 
-func newLagSampler(b *testing.B, url string) *lagSampler {
+type lagPoint struct {
+	at  time.Duration
+	lag uint64
+}
+
+func newLagSampler(b *testing.B, url string, every time.Duration) *lagSampler {
 	l := &lagSampler{done: make(chan struct{})}
 	nc, err := nats.Connect(url)
 	if err != nil {
@@ -106,13 +155,14 @@ func newLagSampler(b *testing.B, url string) *lagSampler {
 	}
 	js, _ := jetstream.New(nc)
 	start := time.Now()
+	next := time.Duration(0)
 	l.wg.Add(1)
 	go func() {
 		defer l.wg.Done()
 		defer nc.Close()
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
-		for i := 0; ; i++ {
+		for {
 			select {
 			case <-l.done:
 				return
@@ -131,16 +181,18 @@ func newLagSampler(b *testing.B, url string) *lagSampler {
 			}
 			lag := info.NumPending + uint64(info.NumAckPending)
 			l.max = max(l.max, lag)
-			if i%10 == 0 {
-				b.Logf("%v: consumer lag %d", time.Since(start).Round(time.Second), lag)
+			if at := time.Since(start); at >= next {
+				l.series = append(l.series, lagPoint{at.Round(time.Second), lag})
+				b.Logf("%v: consumer lag %d", at.Round(time.Second), lag)
+				next += every
 			}
 		}
 	}()
 	return l
 }
 
-func (l *lagSampler) stop() uint64 {
+func (l *lagSampler) stop() (uint64, []lagPoint) {
 	close(l.done)
 	l.wg.Wait()
-	return l.max
+	return l.max, l.series
 }

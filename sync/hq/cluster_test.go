@@ -64,13 +64,21 @@ type chainHQ struct {
 	DB     string
 	HQ     []*testenv.Proc
 	admins []string
+	batch  int      // posedge-hq's batch_size
+	cpuOut string   // when set, posedge-hq 0 writes a CPU profile here
 	store  hq.Store // the same database, read by the test
 }
 
 func startChainHQ(t testing.TB, processes int) *chainHQ {
 	t.Helper()
+	return startChainHQWith(t, processes, hq.DefaultBatchSize, "")
+}
+
+// startChainHQWith is startChainHQ with posedge-hq's batch_size.
+func startChainHQWith(t testing.TB, processes, batch int, cpuOut string) *chainHQ {
+	t.Helper()
 	bin := bins(t)
-	c := &chainHQ{t: t, NATS: testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3), PG: testenv.StartPostgres(t)}
+	c := &chainHQ{t: t, batch: batch, cpuOut: cpuOut, NATS: testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3), PG: testenv.StartPostgres(t)}
 	c.DB = c.PG.NewDatabase(t)
 	for i := range processes {
 		c.HQ = append(c.HQ, c.newHQ(i, c.NATS.URL()))
@@ -92,13 +100,16 @@ func (c *chainHQ) newHQ(i int, natsURL string) *testenv.Proc {
 	admin := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(c.t))
 	c.admins = append(c.admins, admin)
 	conf := filepath.Join(dir, "hq.yaml")
-	body := fmt.Sprintf("nats_url: %q\nstream_replicas: 3\ndatabase: %q\nadmin: {listen: %q}\nack_wait: \"5s\"\nbatch_size: 256\n",
-		natsURL, c.DB, admin)
+	body := fmt.Sprintf("nats_url: %q\nstream_replicas: 3\ndatabase: %q\nadmin: {listen: %q}\nack_wait: \"5s\"\nbatch_size: %d\n",
+		natsURL, c.DB, admin, c.batch)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
-	p := &testenv.Proc{Name: fmt.Sprintf("posedge-hq %d", i), Args: []string{filepath.Join(binDir, "posedge-hq"), "run", "--config", conf},
-		Log: filepath.Join(dir, "hq.log")}
+	args := []string{filepath.Join(binDir, "posedge-hq"), "run", "--config", conf}
+	if i == 0 && c.cpuOut != "" {
+		args = append(args, "--cpuprofile", c.cpuOut)
+	}
+	p := &testenv.Proc{Name: fmt.Sprintf("posedge-hq %d", i), Args: args, Log: filepath.Join(dir, "hq.log")}
 	c.t.Cleanup(p.Kill)
 	return p
 }
@@ -124,6 +135,24 @@ func (c *chainHQ) waitReady(i int, d time.Duration) {
 		r.Body.Close()
 		return r.StatusCode == http.StatusOK
 	})
+}
+
+// counted is the number of transactions the stores table counts (kept
+// in the same transaction as the rows), -1 while the database does not
+// answer: cheap where count(*) of millions of rows is not.
+func (c *chainHQ) counted() int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, c.DB)
+	if err != nil {
+		return -1
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, "SELECT COALESCE(sum(txn_count), 0) FROM stores").Scan(&n); err != nil {
+		return -1
+	}
+	return n
 }
 
 // stored is the number of transactions in the database, -1 while it
@@ -380,7 +409,7 @@ func TestHQWaitsForTheClusterAndScalesTheStreamUp(t *testing.T) {
 	bin := bins(t)
 	cl := testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3)
 	pg := testenv.StartPostgres(t)
-	c := &chainHQ{t: t, NATS: cl, PG: pg, DB: pg.NewDatabase(t)}
+	c := &chainHQ{t: t, batch: hq.DefaultBatchSize, NATS: cl, PG: pg, DB: pg.NewDatabase(t)}
 
 	// An R1 stream made before posedge-hq ran with stream_replicas 3.
 	nc, err := nats.Connect(cl.URL())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -103,6 +104,7 @@ var postgresSchema = []string{
 		last_received_at TIMESTAMPTZ,
 		last_seen_at     TIMESTAMPTZ NOT NULL
 	)`,
+	pgNeedsCareFunc,
 }
 
 // schemaLock is the advisory lock key that serialises schema creation
@@ -114,6 +116,9 @@ const schemaLock = 0x706f736564676501
 type PostgresStore struct {
 	pool *pgxpool.Pool
 	opts StoreOptions
+	// careful counts the batches that could not be stored in one round
+	// trip (conflicts, quarantine, near-overflow).
+	careful atomic.Int64
 }
 
 var _ Store = (*PostgresStore)(nil)
@@ -242,15 +247,27 @@ const (
 // serialization failure with another posedge-hq process.
 const pgRetries = 5
 
-// InsertBatch stores msgs in one transaction.
+// InsertBatch stores msgs in one transaction: in one round trip when it
+// can (ingest), else the careful way (insertBatch).
 func (s *PostgresStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, error) {
+	careful := false
 	for attempt := 1; ; attempt++ {
 		var out []Outcome
-		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-			var err error
-			out, err = s.insertBatch(ctx, tx, msgs)
-			return err
-		})
+		var err error
+		if !careful {
+			out, err = s.ingest(ctx, msgs)
+			if errors.Is(err, errCareful) {
+				s.careful.Add(1)
+				careful, attempt = true, 0
+				continue
+			}
+		} else {
+			err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+				var err error
+				out, err = s.insertBatch(ctx, tx, msgs)
+				return err
+			})
+		}
 		var pe *pgconn.PgError
 		if err != nil && attempt < pgRetries && errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001") {
 			s.opts.Logger.Warn("batch retried", "err", err, "attempt", attempt)

@@ -120,13 +120,17 @@ type SQLiteStore struct {
 	mu   sync.Mutex // one batch at a time on w
 	opts StoreOptions
 	st   sqliteStmts // prepared once on w
+	// multi holds the multi-row inserts of 1, 2, 4 … sqliteMultiRows
+	// transactions by their row count, prepared at open: the one writer
+	// connection cannot prepare while a batch's transaction holds it.
+	multi map[int]*sql.Stmt
 }
 
 // sqliteStmts are the writer's statements, prepared once: SQLite spends
 // more parsing a statement than running it.
 type sqliteStmts struct {
-	insertTxn, storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay *sql.Stmt
-	insertQuarantine, readDay, insertAdjustment                                                    *sql.Stmt
+	storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay *sql.Stmt
+	insertQuarantine, readDay, insertAdjustment                                         *sql.Stmt
 }
 
 func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -134,7 +138,6 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&st.insertTxn, sqliteInsertTxn},
 		{&st.storedBody, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?"},
 		{&st.insertConflict, sqliteInsertConflict},
 		{&st.upsertManifest, sqliteUpsertManifest},
@@ -188,6 +191,10 @@ func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteSto
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	if err := s.st.prepare(ctx, w); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if err := s.prepareMulti(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -257,9 +264,6 @@ func (s *SQLiteStore) Ping(ctx context.Context) error {
 }
 
 const (
-	sqliteInsertTxn = `INSERT INTO transactions
-		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (store_id, flow_no) DO NOTHING`
 	sqliteInsertConflict = `INSERT INTO conflicts
 		(store_id, flow_no, body_sha256, terminal_id, kind, total_cents, created_at, body, received_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
@@ -315,7 +319,6 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 		return nil, fmt.Errorf("insert batch: begin: %w", err)
 	}
 	defer tx.Rollback()
-	ins := tx.StmtContext(ctx, s.st.insertTxn)
 	out := make([]Outcome, len(msgs))
 	delta := newBatchDelta()
 	readDay := tx.StmtContext(ctx, s.st.readDay)
@@ -327,6 +330,9 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 		}
 		return t, err
 	})
+	// Transactions to store go in multi-row inserts after this loop;
+	// everything else is decided here, in order.
+	var rows []int
 	for i := range msgs {
 		m := &msgs[i]
 		var o Outcome
@@ -350,7 +356,8 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 				}
 				break
 			}
-			o, err = s.insertTxn(ctx, tx, ins, m)
+			rows = append(rows, i)
+			continue
 		case KindManifest:
 			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.upsertManifest), m.StoreID, m.Manifest.TerminalID, m.Manifest.Date,
 				m.Manifest.Sales, m.Manifest.SalesCents, m.Manifest.Refunds, m.Manifest.RefundCents,
@@ -369,7 +376,12 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 			return nil, fmt.Errorf("insert batch: %w", err)
 		}
 		out[i] = o
-		delta.add(m, o)
+	}
+	if err := s.insertTxns(ctx, tx, msgs, rows, out); err != nil {
+		return nil, fmt.Errorf("insert batch: %w", err)
+	}
+	for i := range msgs {
+		delta.add(&msgs[i], out[i])
 	}
 	upStore, upDay := tx.StmtContext(ctx, s.st.upsertStore), tx.StmtContext(ctx, s.st.upsertDay)
 	for _, d := range delta.sortedStores() {
@@ -393,30 +405,98 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 	return out, nil
 }
 
-func (s *SQLiteStore) insertTxn(ctx context.Context, tx *sql.Tx, ins *sql.Stmt, m *Msg) (Outcome, error) {
-	t := m.Txn
-	res, err := ins.ExecContext(ctx, m.StoreID, t.FlowNo, t.TerminalID, t.Kind, t.TotalCents,
-		formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt), m.Day)
-	if err != nil {
-		return 0, fmt.Errorf("insert %s/%s: %w", m.StoreID, t.FlowNo, err)
+// sqliteMultiRows is the most rows one multi-row insert takes (9
+// variables each, well below SQLite's limit of 32766); a power of two.
+const sqliteMultiRows = 128
+
+// insertTxns inserts the transactions msgs[rows] with multi-row inserts
+// and sets their outcomes: inserted, or, for a key already stored (or
+// inserted earlier in the batch), duplicate or conflict by the stored
+// body.
+func (s *SQLiteStore) insertTxns(ctx context.Context, tx *sql.Tx, msgs []Msg, rows []int, out []Outcome) error {
+	first := make(map[txnKey]int, len(rows))
+	for lo := 0; lo < len(rows); {
+		// The greatest prepared size that fits: 300 rows go in as
+		// 128 + 128 + 32 + 8 + 4.
+		n := sqliteMultiRows
+		for n > len(rows)-lo {
+			n /= 2
+		}
+		chunk := rows[lo : lo+n]
+		lo += n
+		stmt := s.multi[n]
+		args := make([]any, 0, 9*len(chunk))
+		for _, i := range chunk {
+			m := &msgs[i]
+			t := m.Txn
+			args = append(args, m.StoreID, t.FlowNo, t.TerminalID, t.Kind, t.TotalCents,
+				formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt), m.Day)
+			if _, ok := first[txnKey{m.StoreID, t.FlowNo}]; !ok {
+				first[txnKey{m.StoreID, t.FlowNo}] = i
+			}
+		}
+		res, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+		if err != nil {
+			return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
+		}
+		for res.Next() {
+			var k txnKey
+			if err := res.Scan(&k.store, &k.flow); err != nil {
+				res.Close()
+				return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
+			}
+			// VALUES are inserted in order: of repeats, the first is.
+			out[first[k]] = Inserted
+		}
+		res.Close()
+		if err := res.Err(); err != nil {
+			return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
+		}
 	}
-	if n, err := res.RowsAffected(); err != nil {
-		return 0, err
-	} else if n == 1 {
-		return Inserted, nil
+	for _, i := range rows {
+		if out[i] != 0 {
+			continue
+		}
+		m := &msgs[i]
+		t := m.Txn
+		var stored string
+		if err := tx.StmtContext(ctx, s.st.storedBody).QueryRowContext(ctx, m.StoreID, t.FlowNo).Scan(&stored); err != nil {
+			return fmt.Errorf("read stored %s/%s: %w", m.StoreID, t.FlowNo, err)
+		}
+		if sameBody([]byte(stored), m.Body) {
+			out[i] = Duplicate
+			continue
+		}
+		if _, err := tx.StmtContext(ctx, s.st.insertConflict).ExecContext(ctx, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
+			t.Kind, t.TotalCents, formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt)); err != nil {
+			return fmt.Errorf("record conflict %s/%s: %w", m.StoreID, t.FlowNo, err)
+		}
+		out[i] = Conflict
 	}
-	var stored string
-	if err := tx.StmtContext(ctx, s.st.storedBody).QueryRowContext(ctx, m.StoreID, t.FlowNo).Scan(&stored); err != nil {
-		return 0, fmt.Errorf("read stored %s/%s: %w", m.StoreID, t.FlowNo, err)
+	return nil
+}
+
+// prepareMulti prepares the multi-row inserts.
+func (s *SQLiteStore) prepareMulti(ctx context.Context) error {
+	s.multi = map[int]*sql.Stmt{}
+	for n := 1; n <= sqliteMultiRows; n *= 2 {
+		var q strings.Builder
+		q.WriteString(`INSERT INTO transactions
+		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date) VALUES `)
+		for i := range n {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+		}
+		q.WriteString(" ON CONFLICT (store_id, flow_no) DO NOTHING RETURNING store_id, flow_no")
+		st, err := s.w.PrepareContext(ctx, q.String())
+		if err != nil {
+			return fmt.Errorf("prepare the insert of %d transactions: %w", n, err)
+		}
+		s.multi[n] = st
 	}
-	if sameBody([]byte(stored), m.Body) {
-		return Duplicate, nil
-	}
-	if _, err := tx.StmtContext(ctx, s.st.insertConflict).ExecContext(ctx, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
-		t.Kind, t.TotalCents, formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt)); err != nil {
-		return 0, fmt.Errorf("record conflict %s/%s: %w", m.StoreID, t.FlowNo, err)
-	}
-	return Conflict, nil
+	return nil
 }
 
 func upsert(ctx context.Context, stmt *sql.Stmt, args ...any) (Outcome, error) {

@@ -1,0 +1,276 @@
+package hq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/posedge/posedge/sync/wire"
+)
+
+// The one-round-trip ingest of a batch: one statement inserts the
+// transactions, adds them to day_totals and stores, and tells per
+// transaction whether it was inserted; the batch's manifests, heartbeats
+// and stock adjustments ride in the same pgx batch, which PostgreSQL runs
+// as one implicit transaction. Whatever needs a decision the statement
+// cannot take — a body stored under the key that is not byte-identical
+// (a conflict, or a duplicate spelt differently), a day total that would
+// pass int64 — makes it fail and roll back whole, and the batch takes
+// the careful path (insertBatch in an explicit transaction).
+
+// pgNeedsCare is the SQLSTATE posedge_batch_needs_care raises.
+const pgNeedsCare = "PE001"
+
+// pgNeedsCareFunc is created with the schema.
+const pgNeedsCareFunc = `CREATE OR REPLACE FUNCTION posedge_batch_needs_care() RETURNS boolean
+	LANGUAGE plpgsql AS $$
+	BEGIN
+		RAISE EXCEPTION USING ERRCODE = '` + pgNeedsCare + `',
+			MESSAGE = 'posedge-hq: this batch holds a conflict or a near-overflow and is stored the careful way';
+	END $$`
+
+const pgIngest = `WITH u AS (
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[],
+			$7::text[], $8::timestamptz[], $9::text[]) WITH ORDINALITY AS u(s, f, t, k, c, ca, b, ra, d, n)
+	), locked AS (
+		-- The stored totals of the batch's days, locked in key order
+		-- until commit, plus what the batch could add: a sum past int64
+		-- fails the statement (22003) before anything is inserted.
+		SELECT day_totals.sales + g.sales AS a, day_totals.sales_cents + g.sales_cents AS b,
+			day_totals.refunds + g.refunds AS c, day_totals.refund_cents + g.refund_cents AS d
+		FROM day_totals JOIN unnest($10::text[], $11::text[], $12::text[], $13::bigint[], $14::bigint[], $15::bigint[], $16::bigint[])
+			AS g(s, t, d, sales, sales_cents, refunds, refund_cents)
+			ON day_totals.store_id = g.s AND day_totals.terminal_id = g.t AND day_totals.business_date = g.d
+		ORDER BY day_totals.store_id, day_totals.terminal_id, day_totals.business_date
+		FOR UPDATE OF day_totals
+	), guard AS (
+		SELECT bool_and(a IS NOT NULL AND b IS NOT NULL AND c IS NOT NULL AND d IS NOT NULL) IS NOT FALSE AS ok FROM locked
+	), ins AS (
+		INSERT INTO transactions
+			(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date)
+		SELECT s, f, t, k, c, ca, b::json, ra, d FROM u WHERE (SELECT ok FROM guard) ORDER BY s, f
+		ON CONFLICT (store_id, flow_no) DO NOTHING
+		RETURNING store_id, flow_no, terminal_id, kind, total_cents, created_at, received_at, business_date
+	), days AS (
+		INSERT INTO day_totals (store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
+		SELECT store_id, terminal_id, business_date,
+			count(*) FILTER (WHERE kind <> 'refund'), COALESCE(sum(total_cents) FILTER (WHERE kind <> 'refund'), 0),
+			count(*) FILTER (WHERE kind = 'refund'), COALESCE(sum(total_cents) FILTER (WHERE kind = 'refund'), 0)
+		FROM ins GROUP BY store_id, terminal_id, business_date ORDER BY store_id, terminal_id, business_date
+		ON CONFLICT (store_id, terminal_id, business_date) DO UPDATE SET
+			sales = day_totals.sales + excluded.sales, sales_cents = day_totals.sales_cents + excluded.sales_cents,
+			refunds = day_totals.refunds + excluded.refunds, refund_cents = day_totals.refund_cents + excluded.refund_cents
+	), sto AS (
+		INSERT INTO stores (store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
+		SELECT a.id, COALESCE(i.n, 0), COALESCE(i.maxf, ''), i.lc, i.lr, a.seen
+		FROM unnest($17::text[], $18::timestamptz[]) AS a(id, seen) LEFT JOIN (
+			SELECT store_id, count(*) AS n, max(created_at) AS lc, max(received_at) AS lr,
+				(array_agg(flow_no ORDER BY length(flow_no) DESC, flow_no COLLATE "C" DESC))[1] AS maxf
+			FROM ins GROUP BY store_id) i ON i.store_id = a.id
+		ORDER BY a.id
+		ON CONFLICT (store_id) DO UPDATE SET
+			txn_count = stores.txn_count + excluded.txn_count,
+			max_flow_no = CASE WHEN length(excluded.max_flow_no) > length(stores.max_flow_no)
+				OR (length(excluded.max_flow_no) = length(stores.max_flow_no)
+					AND excluded.max_flow_no COLLATE "C" > stores.max_flow_no COLLATE "C")
+				THEN excluded.max_flow_no ELSE stores.max_flow_no END,
+			last_created_at = GREATEST(stores.last_created_at, excluded.last_created_at),
+			last_received_at = GREATEST(stores.last_received_at, excluded.last_received_at),
+			last_seen_at = GREATEST(stores.last_seen_at, excluded.last_seen_at)
+	)
+	-- A row not inserted must be stored byte for byte as sent (a plain
+	-- redelivery); anything else, including a row committed by another
+	-- posedge-hq after this statement began (not visible here), is
+	-- decided by the careful path.
+	SELECT u.n, ins.flow_no IS NOT NULL,
+		CASE WHEN ins.flow_no IS NULL THEN
+			CASE WHEN (SELECT tr.body::text FROM transactions tr WHERE tr.store_id = u.s AND tr.flow_no = u.f) IS DISTINCT FROM u.b
+				THEN posedge_batch_needs_care() END
+		END
+	FROM u LEFT JOIN ins ON ins.store_id = u.s AND ins.flow_no = u.f
+	ORDER BY u.n`
+
+// errCareful: the batch cannot take the one-round-trip path.
+var errCareful = errors.New("batch needs the careful path")
+
+// ingest stores msgs in one round trip, or returns errCareful (nothing
+// stored) when the batch needs insertBatch.
+func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, error) {
+	out := make([]Outcome, len(msgs))
+	// The first message of each key is sent; a repeat in the batch must
+	// be byte-identical to it.
+	first := map[txnKey]int{}
+	var firsts []int
+	days := map[dayKey]*Totals{}
+	seen := map[string]time.Time{}
+	for i := range msgs {
+		m := &msgs[i]
+		if t, ok := seen[m.StoreID]; !ok || m.ReceivedAt.After(t) {
+			seen[m.StoreID] = m.ReceivedAt
+		}
+		if m.Kind != KindTxn {
+			continue
+		}
+		if m.Quarantine != "" || m.Txn.TotalCents < 0 {
+			return nil, errCareful
+		}
+		k := txnKey{m.StoreID, m.Txn.FlowNo}
+		if j, ok := first[k]; ok {
+			if string(msgs[j].Body) != string(m.Body) {
+				return nil, errCareful
+			}
+		} else {
+			first[k] = i
+			firsts = append(firsts, i)
+		}
+		// Every candidate counts, duplicates too, as in dayGuard.
+		dk := dayKey{m.StoreID, m.Txn.TerminalID, m.Day}
+		t := days[dk]
+		if t == nil {
+			t = &Totals{}
+			days[dk] = t
+		}
+		n, cents := &t.Sales, &t.SalesCents
+		if m.Txn.Kind == "refund" {
+			n, cents = &t.Refunds, &t.RefundCents
+		}
+		var ok1, ok2 bool
+		*n, ok1 = wire.AddCents(*n, 1)
+		*cents, ok2 = wire.AddCents(*cents, m.Txn.TotalCents)
+		if !ok1 || !ok2 {
+			return nil, errCareful
+		}
+	}
+	n := len(firsts)
+	stores, flows, terms, kinds, bizDays := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	bodies := make([]string, n)
+	cents := make([]int64, n)
+	created, received := make([]time.Time, n), make([]time.Time, n)
+	for j, i := range firsts {
+		m := &msgs[i]
+		stores[j], flows[j], terms[j], kinds[j], bizDays[j] = m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Day
+		bodies[j], cents[j], created[j], received[j] = string(m.Body), m.Txn.TotalCents, m.CreatedAt, m.ReceivedAt
+	}
+	dks := make([]dayKey, 0, len(days))
+	for k := range days {
+		dks = append(dks, k)
+	}
+	slices.SortFunc(dks, func(x, y dayKey) int {
+		if c := strings.Compare(x.store, y.store); c != 0 {
+			return c
+		}
+		if c := strings.Compare(x.terminal, y.terminal); c != 0 {
+			return c
+		}
+		return strings.Compare(x.date, y.date)
+	})
+	gs, gt, gd := make([]string, len(dks)), make([]string, len(dks)), make([]string, len(dks))
+	gSales, gSalesCents, gRefunds, gRefundCents := make([]int64, len(dks)), make([]int64, len(dks)), make([]int64, len(dks)), make([]int64, len(dks))
+	for j, k := range dks {
+		t := days[k]
+		gs[j], gt[j], gd[j] = k.store, k.terminal, k.date
+		gSales[j], gSalesCents[j], gRefunds[j], gRefundCents[j] = t.Sales, t.SalesCents, t.Refunds, t.RefundCents
+	}
+	ids := make([]string, 0, len(seen))
+	for id := range seen {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	seenAt := make([]time.Time, len(ids))
+	for j, id := range ids {
+		seenAt[j] = seen[id]
+	}
+
+	var b pgx.Batch
+	b.Queue(pgIngest, stores, flows, terms, kinds, cents, created, bodies, received, bizDays,
+		gs, gt, gd, gSales, gSalesCents, gRefunds, gRefundCents, ids, seenAt)
+	var others []int
+	for i := range msgs {
+		m := &msgs[i]
+		switch m.Kind {
+		case KindTxn:
+			continue
+		case KindManifest:
+			mf := m.Manifest
+			b.Queue(pgUpsertManifest, m.StoreID, mf.TerminalID, mf.Date, mf.Sales, mf.SalesCents,
+				mf.Refunds, mf.RefundCents, mf.FirstFlowNo, mf.LastFlowNo, m.SentAt, m.ReceivedAt, string(m.Body))
+		case KindHeartbeat:
+			hb := m.Heartbeat
+			b.Queue(pgUpsertHeartbeat, m.StoreID, m.SentAt, m.ReceivedAt, hb.Backlog, hb.OldestUnsent, hb.Version, string(m.Body))
+		case KindStockAdjustment:
+			a := m.Adjustment
+			b.Queue(pgInsertAdjustment, m.StoreID, a.AdjustmentID, a.Barcode, a.Delta, a.Reason,
+				m.CreatedAt, string(m.Body), m.ReceivedAt)
+		default:
+			return nil, fmt.Errorf("message %d: unknown kind %v", i, m.Kind)
+		}
+		others = append(others, i)
+	}
+	br := s.pool.SendBatch(ctx, &b)
+	err := s.readIngest(br, msgs, firsts, first, others, out)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == pgNeedsCare || pe.Code == "22003") {
+		return nil, errCareful
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readIngest reads the results of ingest's pgx batch into out.
+func (s *PostgresStore) readIngest(br pgx.BatchResults, msgs []Msg, firsts []int, first map[txnKey]int, others []int, out []Outcome) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var n int64
+		var inserted bool
+		var care *bool
+		if err := rows.Scan(&n, &inserted, &care); err != nil {
+			rows.Close()
+			return err
+		}
+		if n < 1 || int(n) > len(firsts) {
+			rows.Close()
+			return fmt.Errorf("ingest: row %d of %d", n, len(firsts))
+		}
+		out[firsts[n-1]] = Duplicate
+		if inserted {
+			out[firsts[n-1]] = Inserted
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for i := range msgs {
+		if msgs[i].Kind == KindTxn && out[i] == 0 {
+			if _, ok := first[txnKey{msgs[i].StoreID, msgs[i].Txn.FlowNo}]; !ok {
+				return fmt.Errorf("ingest: %s/%s not answered", msgs[i].StoreID, msgs[i].Txn.FlowNo)
+			}
+			out[i] = Duplicate // a byte-identical repeat of an earlier message of the batch
+		}
+	}
+	for _, i := range others {
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		out[i] = Duplicate
+		if tag.RowsAffected() > 0 {
+			out[i] = Inserted
+		}
+	}
+	return nil
+}
