@@ -44,7 +44,13 @@ func (c *catalogCommand) Run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("catalog import: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "imported %s into %s: %d rows, %d written, %d unchanged, last revision %d, in %s\n",
-		fs.Arg(0), cfg.CatalogBucket, s.Rows, s.Written, s.Unchanged, s.LastRevision, s.Took.Round(1e6))
+	// An import that changed nothing wrote no revision: say so rather
+	// than "last revision 0", which reads like an empty bucket.
+	last := "no new revision"
+	if s.Written > 0 {
+		last = fmt.Sprintf("last revision %d", s.LastRevision)
+	}
+	fmt.Fprintf(c.stdout, "imported %s into %s: %d rows, %d written, %d unchanged, %s, in %s\n",
+		fs.Arg(0), cfg.CatalogBucket, s.Rows, s.Written, s.Unchanged, last, s.Took.Round(1e6))
 	return nil
 }
