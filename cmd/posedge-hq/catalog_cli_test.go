@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -41,24 +39,14 @@ func TestCatalogImportCommand(t *testing.T) {
 		{"a malformed row is named", csv("bad.csv", "A1,Milk,360,true\nA2,Bread,2.20,true\n"), 1, "", "line 2: price_cents"},
 	}
 	for _, tc := range tests { // in order: each step builds on the bucket the one before left
-		cmd := exec.Command(hqBin, "catalog", "import", "--config", conf, tc.file)
-		var stdout, stderr bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		if code != tc.code || !strings.Contains(stdout.String(), tc.out) || !strings.Contains(stderr.String(), tc.err) {
-			t.Fatalf("%s: exit %d, stdout %q, stderr %q; want exit %d, %q, %q", tc.name, code, stdout.String(), stderr.String(), tc.code, tc.out, tc.err)
+		code, stdout, stderr := runHQ(t, "catalog", "import", "--config", conf, tc.file)
+		if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.err) {
+			t.Fatalf("%s: exit %d, stdout %q, stderr %q; want exit %d, %q, %q", tc.name, code, stdout, stderr, tc.code, tc.out, tc.err)
 		}
 	}
 	// The refused list changed nothing: importing the good list again
 	// still finds every row unchanged (A1 is not at 360).
-	out, err := exec.Command(hqBin, "catalog", "import", "--config", conf, list).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "0 written, 2 unchanged") {
-		t.Fatalf("after the refused list: %v, %s", err, out)
+	if code, out, _ := runHQ(t, "catalog", "import", "--config", conf, list); code != 0 || !strings.Contains(out, "0 written, 2 unchanged") {
+		t.Fatalf("after the refused list: exit %d, %s", code, out)
 	}
 }

@@ -71,21 +71,27 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
-			cmd := exec.Command(hqBin, tc.args...)
-			var stdout, stderr bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
-			code := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				code = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
-			if code != tc.code || !strings.Contains(stdout.String(), tc.out) || !strings.Contains(stderr.String(), tc.err) {
-				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, %q, %q", code, stdout.String(), stderr.String(), tc.code, tc.out, tc.err)
+			code, stdout, stderr := runHQ(t, tc.args...)
+			if code != tc.code || !strings.Contains(stdout, tc.out) || !strings.Contains(stderr, tc.err) {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit %d, %q, %q", code, stdout, stderr, tc.code, tc.out, tc.err)
 			}
 		})
 	}
+}
+
+// runHQ runs the posedge-hq binary to its end: exit code and output.
+func runHQ(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	cmd := exec.Command(hqBin, args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errOut.String()
 }
 
 // backends: a fresh database URL per call, SQLite and PostgreSQL.
