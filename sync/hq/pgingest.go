@@ -147,16 +147,7 @@ func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, erro
 			return nil, errCareful
 		}
 	}
-	n := len(firsts)
-	stores, flows, terms, kinds, bizDays := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	bodies := make([]string, n)
-	cents := make([]int64, n)
-	created, received := make([]time.Time, n), make([]time.Time, n)
-	for j, i := range firsts {
-		m := &msgs[i]
-		stores[j], flows[j], terms[j], kinds[j], bizDays[j] = m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Day
-		bodies[j], cents[j], created[j], received[j] = string(m.Body), m.Txn.TotalCents, m.CreatedAt, m.ReceivedAt
-	}
+	c := txnColumnsOf(msgs, firsts)
 	dks := make([]dayKey, 0, len(days))
 	for k := range days {
 		dks = append(dks, k)
@@ -188,7 +179,7 @@ func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, erro
 	}
 
 	var b pgx.Batch
-	b.Queue(pgIngest, stores, flows, terms, kinds, cents, created, bodies, received, bizDays,
+	b.Queue(pgIngest, c.stores, c.flows, c.terms, c.kinds, c.cents, c.created, c.bodies, c.received, c.days,
 		gs, gt, gd, gSales, gSalesCents, gRefunds, gRefundCents, ids, seenAt)
 	var others []int
 	for i := range msgs {

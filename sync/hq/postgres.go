@@ -282,6 +282,27 @@ func (s *PostgresStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome,
 
 type txnKey struct{ store, flow string }
 
+// txnColumns are transactions as the column arrays PostgreSQL's unnest
+// takes: one parameter per column, one round trip for the batch.
+type txnColumns struct {
+	stores, flows, terms, kinds, days, bodies []string
+	cents                                     []int64
+	created, received                         []time.Time
+}
+
+// txnColumnsOf is the columns of msgs[i] for every i in which.
+func txnColumnsOf(msgs []Msg, which []int) txnColumns {
+	n := len(which)
+	c := txnColumns{stores: make([]string, n), flows: make([]string, n), terms: make([]string, n), kinds: make([]string, n),
+		days: make([]string, n), bodies: make([]string, n), cents: make([]int64, n), created: make([]time.Time, n), received: make([]time.Time, n)}
+	for j, i := range which {
+		m := &msgs[i]
+		c.stores[j], c.flows[j], c.terms[j], c.kinds[j], c.days[j] = m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Day
+		c.bodies[j], c.cents[j], c.created[j], c.received[j] = string(m.Body), m.Txn.TotalCents, m.CreatedAt, m.ReceivedAt
+	}
+	return c
+}
+
 func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) ([]Outcome, error) {
 	out := make([]Outcome, len(msgs))
 	if err := s.quarantine(ctx, tx, msgs, out); err != nil {
@@ -305,17 +326,8 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 		return cmp.Or(cmp.Compare(msgs[a].StoreID, msgs[b].StoreID), cmp.Compare(msgs[a].Txn.FlowNo, msgs[b].Txn.FlowNo))
 	})
 	if len(firsts) > 0 {
-		n := len(firsts)
-		stores, flows, terms, kinds, days := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		bodies := make([]string, n)
-		cents := make([]int64, n)
-		created, received := make([]time.Time, n), make([]time.Time, n)
-		for j, i := range firsts {
-			m := &msgs[i]
-			stores[j], flows[j], terms[j], kinds[j], days[j] = m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Day
-			bodies[j], cents[j], created[j], received[j] = string(m.Body), m.Txn.TotalCents, m.CreatedAt, m.ReceivedAt
-		}
-		rows, err := tx.Query(ctx, pgInsertTxns, stores, flows, terms, kinds, cents, created, bodies, received, days)
+		c := txnColumnsOf(msgs, firsts)
+		rows, err := tx.Query(ctx, pgInsertTxns, c.stores, c.flows, c.terms, c.kinds, c.cents, c.created, c.bodies, c.received, c.days)
 		if err != nil {
 			return nil, err
 		}
