@@ -1,0 +1,178 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/posedge/posedge/internal/apispec"
+)
+
+// HQListener names posedge-hq's admin listener, which docs/openapi.yaml
+// does not describe: its exchanges are counted, not checked.
+const HQListener = "hq"
+
+// APICheck holds every HTTP exchange a test has with posedge to
+// docs/openapi.yaml: a request the description rejects fails the test
+// unless the test marked it as meant to be invalid, and then the
+// description must reject it and the server answer 4xx (so a mark cannot
+// outlive the reason for it); every answer must be described (status,
+// headers, body).
+type APICheck struct {
+	Spec *apispec.Spec
+	// Counts is shared by every store of a test binary (TestMain logs it).
+	Counts *APICounts
+}
+
+// APICounts are the exchanges an APICheck has seen.
+type APICounts struct {
+	Requests  atomic.Int64 // requests checked against the description
+	Invalid   atomic.Int64 // of which marked invalid, and rejected by it
+	Responses atomic.Int64 // answers checked
+	Unchecked atomic.Int64 // exchanges with a listener it does not describe (posedge-hq)
+}
+
+func (c *APICounts) String() string {
+	return fmt.Sprintf("%d requests (%d meant to be invalid) and %d answers checked against %s; %d exchanges with posedge-hq not described there",
+		c.Requests.Load(), c.Invalid.Load(), c.Responses.Load(), apispec.File, c.Unchecked.Load())
+}
+
+// NewAPICheck loads docs/openapi.yaml from the module root.
+func NewAPICheck() (*APICheck, error) {
+	s, err := apispec.LoadFromModule()
+	if err != nil {
+		return nil, err
+	}
+	return &APICheck{Spec: s, Counts: &APICounts{}}, nil
+}
+
+type invalidKey struct{}
+
+// Invalid marks a request's context: the test means the request to break
+// the description (a missing key, malformed JSON, a bad barcode...).
+func Invalid(ctx context.Context) context.Context {
+	return context.WithValue(ctx, invalidKey{}, true)
+}
+
+// IsInvalid reports whether ctx carries the Invalid mark.
+func IsInvalid(ctx context.Context) bool {
+	v, _ := ctx.Value(invalidKey{}).(bool)
+	return v
+}
+
+// Exchange checks one exchange with listener (apispec.Terminal,
+// apispec.Admin or HQListener); res is nil when no answer came (a
+// connection error), reqBody and resBody are the bodies already read.
+// Failures are reported with t.Errorf, so it may be called from any
+// goroutine of a running test.
+func (c *APICheck) Exchange(t testing.TB, listener string, invalid bool, req *http.Request, reqBody []byte, res *http.Response, resBody []byte) {
+	t.Helper()
+	name := req.Method + " " + req.URL.RequestURI()
+	switch listener {
+	case HQListener:
+		c.Counts.Unchecked.Add(1)
+		return
+	case apispec.Terminal, apispec.Admin:
+	default:
+		t.Errorf("%s to %s: not a listener of the store, so not checked against %s", name, req.URL.Host, apispec.File)
+		return
+	}
+	status := "no answer"
+	if res != nil {
+		status = fmt.Sprint(res.StatusCode)
+	}
+	problems := c.Spec.CheckRequest(listener, req, reqBody)
+	c.Counts.Requests.Add(1)
+	switch {
+	case invalid && len(problems) == 0:
+		t.Errorf("%s (%s): marked invalid, but %s accepts the request: drop the mark or fix the description", name, status, apispec.File)
+	case invalid && res != nil && (res.StatusCode < 400 || res.StatusCode > 499):
+		t.Errorf("%s: a request %s rejects (%s) was answered %s, not 4xx: %s", name, apispec.File, problems[0], status, resBody)
+	case invalid:
+		c.Counts.Invalid.Add(1)
+	case len(problems) > 0:
+		t.Errorf("%s (%s): the request breaks %s (mark it testenv.Invalid if meant): %s", name, status, apispec.File, strings.Join(problems, "; "))
+	}
+	if res == nil {
+		return
+	}
+	c.Counts.Responses.Add(1)
+	if _, problems := c.Spec.CheckResponse(listener, req, res, resBody); len(problems) > 0 {
+		t.Errorf("%s: answer %d is not as %s describes it: %s (body %.500s)", name, res.StatusCode, apispec.File, strings.Join(problems, "; "), resBody)
+	}
+}
+
+// CheckingProxy is a reverse proxy on loopback in front of one listener
+// whose every exchange is checked like the Store's own (for clients the
+// test does not hold, such as curl). A connection that fails upstream
+// fails the same way to the client: its connection is closed, with no
+// answer.
+type CheckingProxy struct {
+	URL string // http://host:port of the proxy
+	srv *httptest.Server
+}
+
+// StartCheckingProxy proxies to target (http://host:port) and checks as
+// listener; it stops with the test.
+func (c *APICheck) StartCheckingProxy(t testing.TB, listener, target string) *CheckingProxy {
+	t.Helper()
+	upstream := &http.Transport{DisableCompression: true}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			hangUp(w)
+			return
+		}
+		out, err := http.NewRequestWithContext(r.Context(), r.Method, target+r.URL.RequestURI(), bytes.NewReader(body))
+		if err != nil {
+			t.Errorf("checking proxy: %v", err)
+			hangUp(w)
+			return
+		}
+		out.Header = r.Header.Clone()
+		out.Host = r.Host
+		res, err := upstream.RoundTrip(out)
+		var resBody []byte
+		if err == nil {
+			resBody, err = io.ReadAll(res.Body)
+			res.Body.Close()
+		}
+		if err != nil {
+			c.Exchange(t, listener, false, out, body, nil, nil)
+			hangUp(w)
+			return
+		}
+		c.Exchange(t, listener, false, out, body, res, resBody)
+		for k, v := range res.Header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(res.StatusCode)
+		_, _ = w.Write(resBody)
+	})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { srv.Close(); upstream.CloseIdleConnections() })
+	return &CheckingProxy{URL: srv.URL, srv: srv}
+}
+
+// hangUp closes the client's connection without an answer.
+func hangUp(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	conn.Close()
+}
