@@ -7,24 +7,18 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pb33f/libopenapi-validator/schema_validation"
-	"github.com/pb33f/libopenapi/datamodel/high/base"
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -108,19 +102,6 @@ func testExists(t *testing.T, name string) bool {
 	return false
 }
 
-func yamlToJSON(t *testing.T, n interface{ Decode(any) error }) []byte {
-	t.Helper()
-	var v any
-	if err := n.Decode(&v); err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // The description is a valid OpenAPI 3.1 document and every example in it
 // is valid against the schema it illustrates.
 func TestOpenAPIDocumentAndExamples(t *testing.T) {
@@ -128,98 +109,24 @@ func TestOpenAPIDocumentAndExamples(t *testing.T) {
 	for _, e := range s.ValidateDocument() {
 		t.Errorf("document: %s", e)
 	}
-	sv := schema_validation.NewSchemaValidator()
-	checked := 0
-	check := func(where string, sch *base.SchemaProxy, ex any) {
-		if sch == nil || ex == nil {
-			return
-		}
-		n, ok := ex.(interface{ Decode(any) error })
-		if !ok {
-			t.Fatalf("example %s: %T", where, ex)
-		}
-		b := yamlToJSON(t, n)
-		if ok, errs := sv.ValidateSchemaBytes(sch.Schema(), b); !ok {
-			for _, e := range errs {
-				t.Errorf("example %s: %s", where, describe(e.Message, e.Reason, e.SchemaValidationErrors))
-			}
-		}
-		checked++
-	}
-	for key, op := range s.Ops {
-		examples := 0
-		if op.RequestBody != nil {
-			for ct, mt := range op.RequestBody.Content.FromOldest() {
-				if mt.Example != nil {
-					check(key+" request "+ct, mt.Schema, mt.Example)
-				}
-				for name, ex := range mt.Examples.FromOldest() {
-					check(key+" request "+ct+" "+name, mt.Schema, ex.Value)
-				}
-			}
-		}
-		for code, r := range op.Responses.Codes.FromOldest() {
-			if r.Content == nil {
-				t.Errorf("%s %s: no content described", key, code)
-				continue
-			}
-			for ct, mt := range r.Content.FromOldest() {
-				n := 0
-				if mt.Example != nil {
-					check(key+" "+code+" "+ct, mt.Schema, mt.Example)
-					n++
-				}
-				for name, ex := range mt.Examples.FromOldest() {
-					check(key+" "+code+" "+ct+" "+name, mt.Schema, ex.Value)
-					n++
-				}
-				if n == 0 {
-					t.Errorf("%s %s %s: no example", key, code, ct)
-				}
-				examples += n
-			}
-		}
-		if examples == 0 {
-			t.Errorf("%s: no example", key)
-		}
-	}
-	if checked < len(s.Ops) {
-		t.Fatalf("only %d examples checked for %d operations", checked, len(s.Ops))
+	_, problems := s.CheckExamples()
+	for _, p := range problems {
+		t.Error(p)
 	}
 }
 
-func describe(msg, reason string, fails any) string {
-	return fmt.Sprintf("%s: %s %v", msg, reason, fails)
-}
-
-// registeredRoutes reads the mux patterns ("METHOD /path") the route
-// sources register: string literals of their non-test files that are
-// patterns. It maps each to the source that registers it.
+// registeredRoutes maps the mux patterns ("METHOD /path") the route
+// sources register to the source that registers each.
 func registeredRoutes(t *testing.T) map[string]string {
 	t.Helper()
-	pat := regexp.MustCompile(`^(GET|POST|PUT|DELETE|PATCH|HEAD) /[^ ]*$`)
 	out := map[string]string{}
 	for who, dir := range routeSources {
-		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		routes, err := apispec.RegisteredRoutes(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, file := range files {
-			if strings.HasSuffix(file, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(token.NewFileSet(), file, nil, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					if s, err := strconv.Unquote(lit.Value); err == nil && pat.MatchString(s) {
-						out[s] = who
-					}
-				}
-				return true
-			})
+		for r := range routes {
+			out[r] = who
 		}
 	}
 	return out

@@ -20,18 +20,25 @@ import (
 	v3 "github.com/pb33f/libopenapi/datamodel/high/v3"
 )
 
-// File is the description's path from the module root.
-const File = "docs/openapi.yaml"
+// The descriptions' paths from the module root: File for the store's
+// daemon (posedge), HQFile for posedge-hq.
+const (
+	File   = "docs/openapi.yaml"
+	HQFile = "docs/openapi-hq.yaml"
+)
 
-// Listener names, the tags of the description's operations.
+// Listener names, the tags of the descriptions' operations: Terminal and
+// Admin are in File, HQ in HQFile.
 const (
 	Terminal = "terminal"
 	Admin    = "admin"
+	HQ       = "hq"
 )
 
 // Spec is a loaded description. Its checks are safe for concurrent use.
 type Spec struct {
-	Path  string
+	Path  string // the file read
+	Name  string // the file as messages name it (File, HQFile)
 	Model *v3.Document
 	// Ops maps "METHOD /template" to its operation.
 	Ops map[string]*v3.Operation
@@ -58,7 +65,7 @@ func Load(path string) (*Spec, error) {
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("validator of %s: %w", path, errors.Join(errs...))
 	}
-	s := &Spec{Path: path, Model: &m.Model, Ops: map[string]*v3.Operation{}, v: v}
+	s := &Spec{Path: path, Name: path, Model: &m.Model, Ops: map[string]*v3.Operation{}, v: v}
 	for p, item := range m.Model.Paths.PathItems.FromOldest() {
 		for method, op := range item.GetOperations().FromOldest() {
 			s.Ops[strings.ToUpper(method)+" "+p] = op
@@ -67,16 +74,20 @@ func Load(path string) (*Spec, error) {
 	return s, nil
 }
 
-// LoadFromModule loads File from the root of the module the working
-// directory is in (a test runs in its package's directory).
-func LoadFromModule() (*Spec, error) {
+// LoadFromModule loads file (File or HQFile) from the root of the module
+// the working directory is in (a test runs in its package's directory).
+func LoadFromModule(file string) (*Spec, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return nil, fmt.Errorf("find module root: %w", err)
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return Load(filepath.Join(dir, File))
+			s, err := Load(filepath.Join(dir, file))
+			if err == nil {
+				s.Name = file
+			}
+			return s, err
 		}
 		up := filepath.Dir(dir)
 		if up == dir {

@@ -11,22 +11,20 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/posedge/posedge/internal/apispec"
 )
 
-// HQListener names posedge-hq's admin listener, which docs/openapi.yaml
-// does not describe: its exchanges are counted, not checked.
-const HQListener = "hq"
-
 // APICheck holds every HTTP exchange a test has with posedge to
-// docs/openapi.yaml: a request the description rejects fails the test
+// docs/openapi.yaml, and with posedge-hq to docs/openapi-hq.yaml: a request the description rejects fails the test
 // unless the test marked it as meant to be invalid, and then the
 // description must reject it and the server answer 4xx (so a mark cannot
 // outlive the reason for it); every answer must be described (status,
 // headers, body).
 type APICheck struct {
-	Spec *apispec.Spec
+	Spec   *apispec.Spec // posedge's terminal and admin listeners
+	HQSpec *apispec.Spec // posedge-hq's admin listener
 	// Counts is shared by every store of a test binary (TestMain logs it).
 	Counts *APICounts
 }
@@ -36,21 +34,27 @@ type APICounts struct {
 	Requests  atomic.Int64 // requests checked against the description
 	Invalid   atomic.Int64 // of which marked invalid, and rejected by it
 	Responses atomic.Int64 // answers checked
-	Unchecked atomic.Int64 // exchanges with a listener it does not describe (posedge-hq)
+	HQ        atomic.Int64 // of the requests, those to posedge-hq
+	Nanos     atomic.Int64 // time spent checking
 }
 
 func (c *APICounts) String() string {
-	return fmt.Sprintf("%d requests (%d meant to be invalid) and %d answers checked against %s; %d exchanges with posedge-hq not described there",
-		c.Requests.Load(), c.Invalid.Load(), c.Responses.Load(), apispec.File, c.Unchecked.Load())
+	return fmt.Sprintf("%d requests (%d meant to be invalid, %d to posedge-hq) and %d answers checked against %s and %s in %v",
+		c.Requests.Load(), c.Invalid.Load(), c.HQ.Load(), c.Responses.Load(), apispec.File, apispec.HQFile,
+		time.Duration(c.Nanos.Load()).Round(time.Millisecond))
 }
 
-// NewAPICheck loads docs/openapi.yaml from the module root.
+// NewAPICheck loads both descriptions from the module root.
 func NewAPICheck() (*APICheck, error) {
-	s, err := apispec.LoadFromModule()
+	s, err := apispec.LoadFromModule(apispec.File)
 	if err != nil {
 		return nil, err
 	}
-	return &APICheck{Spec: s, Counts: &APICounts{}}, nil
+	hq, err := apispec.LoadFromModule(apispec.HQFile)
+	if err != nil {
+		return nil, err
+	}
+	return &APICheck{Spec: s, HQSpec: hq, Counts: &APICounts{}}, nil
 }
 
 type invalidKey struct{}
@@ -68,17 +72,19 @@ func IsInvalid(ctx context.Context) bool {
 }
 
 // Exchange checks one exchange with listener (apispec.Terminal,
-// apispec.Admin or HQListener); res is nil when no answer came (a
+// apispec.Admin or apispec.HQ); res is nil when no answer came (a
 // connection error), reqBody and resBody are the bodies already read.
 // Failures are reported with t.Errorf, so it may be called from any
 // goroutine of a running test.
 func (c *APICheck) Exchange(t testing.TB, listener string, invalid bool, req *http.Request, reqBody []byte, res *http.Response, resBody []byte) {
 	t.Helper()
+	defer func(start time.Time) { c.Counts.Nanos.Add(int64(time.Since(start))) }(time.Now())
 	name := req.Method + " " + req.URL.RequestURI()
+	spec := c.Spec
 	switch listener {
-	case HQListener:
-		c.Counts.Unchecked.Add(1)
-		return
+	case apispec.HQ:
+		spec = c.HQSpec
+		c.Counts.HQ.Add(1)
 	case apispec.Terminal, apispec.Admin:
 	default:
 		t.Errorf("%s to %s: not a listener of the store, so not checked against %s", name, req.URL.Host, apispec.File)
@@ -88,24 +94,24 @@ func (c *APICheck) Exchange(t testing.TB, listener string, invalid bool, req *ht
 	if res != nil {
 		status = fmt.Sprint(res.StatusCode)
 	}
-	problems := c.Spec.CheckRequest(listener, req, reqBody)
+	problems := spec.CheckRequest(listener, req, reqBody)
 	c.Counts.Requests.Add(1)
 	switch {
 	case invalid && len(problems) == 0:
-		t.Errorf("%s (%s): marked invalid, but %s accepts the request: drop the mark or fix the description", name, status, apispec.File)
+		t.Errorf("%s (%s): marked invalid, but %s accepts the request: drop the mark or fix the description", name, status, spec.Name)
 	case invalid && res != nil && (res.StatusCode < 400 || res.StatusCode > 499):
-		t.Errorf("%s: a request %s rejects (%s) was answered %s, not 4xx: %s", name, apispec.File, problems[0], status, resBody)
+		t.Errorf("%s: a request %s rejects (%s) was answered %s, not 4xx: %s", name, spec.Name, problems[0], status, resBody)
 	case invalid:
 		c.Counts.Invalid.Add(1)
 	case len(problems) > 0:
-		t.Errorf("%s (%s): the request breaks %s (mark it testenv.Invalid if meant): %s", name, status, apispec.File, strings.Join(problems, "; "))
+		t.Errorf("%s (%s): the request breaks %s (mark it testenv.Invalid if meant): %s", name, status, spec.Name, strings.Join(problems, "; "))
 	}
 	if res == nil {
 		return
 	}
 	c.Counts.Responses.Add(1)
-	if _, problems := c.Spec.CheckResponse(listener, req, res, resBody); len(problems) > 0 {
-		t.Errorf("%s: answer %d is not as %s describes it: %s (body %.500s)", name, res.StatusCode, apispec.File, strings.Join(problems, "; "), resBody)
+	if _, problems := spec.CheckResponse(listener, req, res, resBody); len(problems) > 0 {
+		t.Errorf("%s: answer %d is not as %s describes it: %s (body %.500s)", name, res.StatusCode, spec.Name, strings.Join(problems, "; "), resBody)
 	}
 }
 

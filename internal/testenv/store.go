@@ -362,7 +362,7 @@ func (s *Store) listener(ctx context.Context, base string) string {
 	case s.AdminURL:
 		return apispec.Admin
 	case "http://" + s.HQAdmin:
-		return HQListener
+		return apispec.HQ
 	}
 	return ""
 }
@@ -411,14 +411,13 @@ func (s *Store) do(ctx context.Context, base, auth, method, path string, body an
 }
 
 // DoHQ calls the admin API of a posedge-hq at addr (host:port; "" is
-// the store's own). docs/openapi.yaml does not describe posedge-hq: the
-// exchange is counted, not checked.
+// the store's own), checked against docs/openapi-hq.yaml.
 func (s *Store) DoHQ(addr, method, path string, body any) Resp {
 	s.t.Helper()
 	if addr == "" {
 		addr = s.HQAdmin
 	}
-	return s.do(context.WithValue(context.Background(), listenerKey{}, HQListener), "http://"+addr, "", method, path, body, nil)
+	return s.do(context.WithValue(context.Background(), listenerKey{}, apispec.HQ), "http://"+addr, "", method, path, body, nil)
 }
 
 type listenerKey struct{}
