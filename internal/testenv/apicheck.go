@@ -182,3 +182,49 @@ func hangUp(w http.ResponseWriter) {
 	}
 	conn.Close()
 }
+
+// Client is an HTTP client whose every exchange with listener is checked
+// like the Store's (a request meant to be invalid carries Invalid in its
+// context), for tests that serve a handler themselves.
+func (c *APICheck) Client(t testing.TB, listener string) *http.Client {
+	return &http.Client{Timeout: 15 * time.Second,
+		Transport: &checkingTransport{check: c, t: t, listener: listener, base: http.DefaultTransport}}
+}
+
+type checkingTransport struct {
+	check    *APICheck
+	t        testing.TB
+	listener string
+	base     http.RoundTripper
+}
+
+func (ct *checkingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("read the request body: %w", err)
+		}
+		body = b
+	}
+	out := req.Clone(req.Context())
+	if req.Body != nil {
+		out.Body = io.NopCloser(bytes.NewReader(body))
+		out.ContentLength = int64(len(body))
+	}
+	invalid := IsInvalid(req.Context())
+	res, err := ct.base.RoundTrip(out)
+	if err != nil {
+		ct.check.Exchange(ct.t, ct.listener, invalid, out, body, nil, nil)
+		return nil, err
+	}
+	rb, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("read the answer: %w", err)
+	}
+	ct.check.Exchange(ct.t, ct.listener, invalid, out, body, res, rb)
+	res.Body = io.NopCloser(bytes.NewReader(rb))
+	return res, nil
+}

@@ -129,3 +129,25 @@ func TestCheckingProxy(t *testing.T) {
 		t.Fatalf("an upstream refusing connections answered %d through the proxy, want a connection error", r.StatusCode)
 	}
 }
+
+// A Client checks what it sends and receives, and passes the answer on.
+func TestAPICheckClient(t *testing.T) {
+	api, err := NewAPICheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &failures{TB: t}
+	base := answer(t, 200, nil, `{"status":"ok","extra":1}`)
+	r, err := api.Client(f, apispec.Admin).Get(base + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	if string(b) != `{"status":"ok","extra":1}` {
+		t.Errorf("the client's answer: %s", b)
+	}
+	if !strings.Contains(f.all(), "answer 200 is not as") {
+		t.Errorf("an undescribed field went through unreported: %q", f.all())
+	}
+}
