@@ -149,7 +149,7 @@ func (s *Spec) CheckRequest(listener string, req *http.Request, body []byte) []s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	if ok, errs := s.v.ValidateHttpRequest(r); !ok {
+	if ok, errs := s.v.ValidateHttpRequestSync(r); !ok {
 		for _, e := range errs {
 			out = append(out, describe(e))
 		}
