@@ -15,10 +15,9 @@ import (
 // item is unknown to lookups and sales.
 func TestCatalogPriceReachesTill(t *testing.T) {
 	s := startStore(t, testenv.StoreOptions{Terminals: 1})
-	hq := "http://" + s.HQAdmin
 	put := func(barcode string, body map[string]any) {
 		t.Helper()
-		r := s.Do(hq, "", "PUT", "/admin/v1/catalog/"+barcode, body, nil)
+		r := s.DoHQ("", "PUT", "/admin/v1/catalog/"+barcode, body)
 		if r.Status != 200 {
 			t.Fatalf("HQ PUT %s: %d %s %v", barcode, r.Status, r.Body, r.Err)
 		}
@@ -54,7 +53,7 @@ func TestCatalogPriceReachesTill(t *testing.T) {
 		t.Errorf("after an _all change under the store's entry: %s, want 399", r.Body)
 	}
 
-	r := s.Do(hq, "", "DELETE", fmt.Sprintf("/admin/v1/catalog/C1?store_id=%s", s.StoreID), nil, nil)
+	r := s.DoHQ("", "DELETE", fmt.Sprintf("/admin/v1/catalog/C1?store_id=%s", s.StoreID), nil)
 	if r.Status != 200 {
 		t.Fatalf("HQ DELETE: %d %s", r.Status, r.Body)
 	}

@@ -71,7 +71,7 @@ func TestBatchTooLargeAndNegativeStock(t *testing.T) {
 	sale := testenv.SaleBody("NS1", 3, 100)
 	sale["idempotency_key"] = "neg-1"
 	huge := map[string]any{"sales": []any{sale}, "pad": strings.Repeat("x", 1<<20)}
-	r := s.T("T01", "POST", "/v1/sales/batch", huge, nil)
+	r := s.TInvalid("T01", "POST", "/v1/sales/batch", huge, nil)
 	if r.Status != 413 || r.Code() != "body_too_large" {
 		t.Fatalf("batch over 1 MiB: %d %.200s", r.Status, r.Body)
 	}

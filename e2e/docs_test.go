@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posedge/posedge/internal/apispec"
 	"github.com/posedge/posedge/internal/testenv"
 )
 
@@ -16,7 +17,7 @@ import (
 const guide = "../docs/tills.md"
 
 // The guide's shell examples, in order, run against a real store: the
-// demo's addresses are replaced by the store's, its key file is made
+// demo's addresses are replaced by the store's (through checking proxies), its key file is made
 // in the demo's format, and every curl fails on a 4xx or 5xx.
 func TestTerminalGuideExamplesRun(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
@@ -53,7 +54,9 @@ func TestTerminalGuideExamplesRun(t *testing.T) {
 	for _, bl := range blocks {
 		script += bl[1] + "\n"
 	}
-	script = strings.NewReplacer("http://127.0.0.1:18080", s.EdgeURL, "http://127.0.0.1:18081", s.AdminURL,
+	// curl talks to the store through proxies that check every exchange
+	// against docs/openapi.yaml, as the Store's own helpers do.
+	script = strings.NewReplacer("http://127.0.0.1:18080", s.CheckingURL(apispec.Terminal), "http://127.0.0.1:18081", s.CheckingURL(apispec.Admin),
 		"curl -s ", "curl -s --fail-with-body ").Replace(script)
 	cmd := exec.Command("bash", "-c", script)
 	cmd.Dir = dir

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,12 +44,7 @@ func startSecondHQ(t *testing.T, s *testenv.Store) *testenv.Proc {
 		p.Kill()
 	})
 	testenv.WaitFor(t, 30*time.Second, "posedge-hq-b /healthz", func() bool {
-		r, err := http.Get("http://" + admin + "/healthz")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
+		return s.DoHQ(admin, "GET", "/healthz", nil).Status == 200
 	})
 	return p
 }

@@ -41,7 +41,7 @@ type completeness struct {
 
 func hqCompleteness(t *testing.T, s *testenv.Store) completeness {
 	t.Helper()
-	r := s.Do("http://"+s.HQAdmin, "", "GET", "/v1/completeness", nil, nil)
+	r := s.DoHQ("", "GET", "/v1/completeness", nil)
 	if r.Status != 200 {
 		t.Fatalf("GET /v1/completeness: %d %s %v", r.Status, r.Body, r.Err)
 	}
@@ -223,7 +223,7 @@ func TestSyncManifestCommand(t *testing.T) {
 	if !strings.Contains(string(out), "published") {
 		t.Fatalf("sync manifest said %s", out)
 	}
-	if r := s.Admin("POST", "/admin/v1/sync/manifest?date=2026-01-01", nil); r.Status != 400 {
+	if r := s.AdminInvalid("POST", "/admin/v1/sync/manifest?date=2026-01-01", nil); r.Status != 400 {
 		t.Fatalf("bad date: %d %s", r.Status, r.Body)
 	}
 }

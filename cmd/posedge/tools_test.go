@@ -332,7 +332,7 @@ func redocly(t *testing.T) string {
 // redoclyProblem is a problem line of `redocly lint --format=stylish`.
 var redoclyProblem = regexp.MustCompile(`(?m)^\s+\d+:\d+\s+(error|warning)\s+(\S+)`)
 
-// Redocly's linter on docs/openapi.yaml with docs/redocly.yaml (the
+// Redocly's linter on docs/openapi.yaml and docs/openapi-hq.yaml with docs/redocly.yaml (the
 // recommended rules, examples checked against their schemas as errors):
 // any error or warning fails; the exceptions, each justified, are in
 // docs/.redocly.lint-ignore.yaml. A copy with one example broken must
@@ -349,9 +349,11 @@ func TestToolRedoclyLint(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	out, err := lint(spec)
-	if err != nil || redoclyProblem.MatchString(out) {
-		t.Fatalf("redocly lint %s: %v\n%s", spec, err, out)
+	for _, file := range []string{spec, "../../docs/openapi-hq.yaml"} {
+		out, err := lint(file)
+		if err != nil || redoclyProblem.MatchString(out) {
+			t.Fatalf("redocly lint %s: %v\n%s", file, err, out)
+		}
 	}
 
 	good := mustRead(t, spec)
@@ -363,7 +365,7 @@ func TestToolRedoclyLint(t *testing.T) {
 	if err := os.WriteFile(broken, []byte(strings.Replace(good, healthz, "example: {status: okay}", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err = lint(broken)
+	out, err := lint(broken)
 	caught := false
 	for _, m := range redoclyProblem.FindAllStringSubmatch(out, -1) {
 		caught = caught || (m[1] == "error" && m[2] == "no-invalid-media-type-examples")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/apispec"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/offline/journal"
 )
@@ -36,7 +37,7 @@ type apiEnv struct {
 	term     *httptest.Server
 	adminSrv *httptest.Server
 	keys     map[string]string // terminal → key
-	spec     *apiSpec          // docs/openapi.yaml: every answer is checked against it (not in benchmarks)
+	spec     *apispec.Spec     // docs/openapi.yaml: every answer is checked against it (not in benchmarks)
 }
 
 type envOpts struct {
@@ -156,7 +157,7 @@ func (e *apiEnv) do(base, auth, method, path string, body any, hdr map[string]st
 		if base == e.term.URL {
 			listener = "terminal"
 		}
-		e.spec.checkAnswer(e.t, listener, req, res, b)
+		checkAnswer(e.t, e.spec, listener, req, res, b)
 	}
 	return resp{res.StatusCode, res.Header, b}
 }

@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
@@ -17,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posedge/posedge/internal/apispec"
 	_ "modernc.org/sqlite" // the HQ database is read as SQLite
 )
 
@@ -65,6 +67,10 @@ type StoreOptions struct {
 	// HQDatabase is posedge-hq's database URL (default SQLite in the
 	// store's directory, which HQRows reads).
 	HQDatabase string
+	// API checks every exchange of the Store's HTTP helpers against
+	// docs/openapi.yaml (default: loaded for this store; a test binary
+	// shares one from TestMain so its counts cover the run).
+	API *APICheck
 }
 
 // Store is a whole store on loopback: a Redis Sentinel topology, NATS with
@@ -113,6 +119,13 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	}
 	if o.SubjectPrefix == "" {
 		o.SubjectPrefix = "pos.txn"
+	}
+	if o.API == nil {
+		api, err := NewAPICheck()
+		if err != nil {
+			t.Fatal(err)
+		}
+		o.API = api
 	}
 	s := &Store{t: t, Dir: t.TempDir(), StoreID: "S" + randHex(3), Keys: map[string]string{}, Bin: o.Bin,
 		client: &http.Client{Timeout: 15 * time.Second}, opts: o}
@@ -170,12 +183,7 @@ func (s *Store) StartHQ() {
 		if !s.HQ.Running() {
 			s.t.Fatalf("posedge-hq exited:\n%s", s.HQ.Tail(3000))
 		}
-		r, err := s.client.Get("http://" + s.HQAdmin + "/healthz")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		return r.StatusCode == 200
+		return s.DoHQ("", "GET", "/healthz", nil).Status == 200
 	})
 }
 
@@ -278,12 +286,7 @@ func (s *Store) startEdge() bool {
 		if !s.Edge.Running() {
 			return true
 		}
-		r, err := s.client.Get(s.AdminURL + "/readyz")
-		if err != nil {
-			return false
-		}
-		r.Body.Close()
-		ok = r.StatusCode == 200
+		ok = s.Admin("GET", "/readyz", nil).Status == 200
 		return ok
 	})
 	return ok
@@ -348,41 +351,120 @@ func (r Resp) Flow() string {
 }
 
 // Do sends one request; body may be nil, []byte, string or a value to
-// marshal as JSON.
+// marshal as JSON. The request and its answer are checked against
+// docs/openapi.yaml (StoreOptions.API): a request the description
+// rejects fails the test, unless sent with DoInvalid.
 func (s *Store) Do(base, auth, method, path string, body any, hdr map[string]string) Resp {
-	var rd io.Reader
+	s.t.Helper()
+	return s.do(context.Background(), base, auth, method, path, body, hdr)
+}
+
+// DoInvalid sends a request the test means to break the description: the
+// description must reject it and the server answer 4xx.
+func (s *Store) DoInvalid(base, auth, method, path string, body any, hdr map[string]string) Resp {
+	s.t.Helper()
+	return s.do(Invalid(context.Background()), base, auth, method, path, body, hdr)
+}
+
+// listener names the listener base is the address of.
+func (s *Store) listener(ctx context.Context, base string) string {
+	if l, ok := ctx.Value(listenerKey{}).(string); ok {
+		return l
+	}
+	switch base {
+	case s.EdgeURL:
+		return apispec.Terminal
+	case s.AdminURL:
+		return apispec.Admin
+	case "http://" + s.HQAdmin:
+		return apispec.HQ
+	}
+	return ""
+}
+
+func (s *Store) do(ctx context.Context, base, auth, method, path string, body any, hdr map[string]string) Resp {
+	s.t.Helper()
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case []byte:
-		rd = bytes.NewReader(b)
+		raw = b
 	case string:
-		rd = strings.NewReader(b)
+		raw = []byte(b)
 	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
+		raw, _ = json.Marshal(b)
 	}
-	req, err := http.NewRequest(method, base+path, rd)
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(raw)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, base+path, rd)
 	if err != nil {
 		return Resp{Err: err}
 	}
 	if auth != "" {
 		req.Header.Set("Authorization", "Bearer "+auth)
 	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
 	}
 	res, err := s.client.Do(req)
 	if err != nil {
+		s.opts.API.Exchange(s.t, s.listener(ctx, base), IsInvalid(ctx), req, raw, nil, nil)
 		return Resp{Err: err}
 	}
 	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return Resp{Err: err}
+	}
+	s.opts.API.Exchange(s.t, s.listener(ctx, base), IsInvalid(ctx), req, raw, res, b)
 	return Resp{Status: res.StatusCode, Header: res.Header, Body: b}
+}
+
+// DoHQ calls the admin API of a posedge-hq at addr (host:port; "" is
+// the store's own), checked against docs/openapi-hq.yaml.
+func (s *Store) DoHQ(addr, method, path string, body any) Resp {
+	s.t.Helper()
+	if addr == "" {
+		addr = s.HQAdmin
+	}
+	return s.do(context.WithValue(context.Background(), listenerKey{}, apispec.HQ), "http://"+addr, "", method, path, body, nil)
+}
+
+type listenerKey struct{}
+
+// CheckingURL is the address of a reverse proxy to listener
+// (apispec.Terminal or apispec.Admin) that checks every exchange like Do,
+// for clients the test does not hold (curl).
+func (s *Store) CheckingURL(listener string) string {
+	s.t.Helper()
+	target := s.EdgeURL
+	if listener == apispec.Admin {
+		target = s.AdminURL
+	}
+	return s.opts.API.StartCheckingProxy(s.t, listener, target).URL
 }
 
 // T calls the terminal API as terminal id.
 func (s *Store) T(id, method, path string, body any, hdr map[string]string) Resp {
 	return s.Do(s.EdgeURL, s.Keys[id], method, path, body, hdr)
+}
+
+// TInvalid is T for a request the test means to break the description.
+func (s *Store) TInvalid(id, method, path string, body any, hdr map[string]string) Resp {
+	s.t.Helper()
+	return s.DoInvalid(s.EdgeURL, s.Keys[id], method, path, body, hdr)
+}
+
+// AdminInvalid is Admin for a request the test means to break the
+// description.
+func (s *Store) AdminInvalid(method, path string, body any) Resp {
+	s.t.Helper()
+	return s.DoInvalid(s.AdminURL, "", method, path, body, nil)
 }
 
 // Admin calls the admin API.

@@ -12,11 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/posedge/posedge/internal/apispec"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/wire"
@@ -50,10 +52,48 @@ func kvItem(t *testing.T, kv jetstream.KeyValue, key string) (hq.CatalogItem, ui
 	return it, e.Revision()
 }
 
+// apiCheck holds the tests' exchanges with posedge-hq's admin handlers to
+// docs/openapi-hq.yaml (loaded once for the package's tests).
+var apiCheck = sync.OnceValues(testenv.NewAPICheck)
+
+// hqClient is an HTTP client whose exchanges with posedge-hq's admin
+// listener are checked against docs/openapi-hq.yaml.
+func hqClient(t *testing.T) *http.Client {
+	t.Helper()
+	api, err := apiCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api.Client(t, apispec.HQ)
+}
+
+// do serves one request with h; the request and the answer are checked
+// against docs/openapi-hq.yaml.
 func do(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any) {
 	t.Helper()
+	return serve(t, false, h, method, path, body)
+}
+
+// doInvalid is do for a request meant to break the description: the
+// description must reject it and h answer 4xx.
+func doInvalid(t *testing.T, h http.Handler, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	return serve(t, true, h, method, path, body)
+}
+
+func serve(t *testing.T, invalid bool, h http.Handler, method, path, body string) (int, map[string]any) {
+	t.Helper()
+	api, err := apiCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, strings.NewReader(body)))
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	h.ServeHTTP(rec, req)
+	api.Exchange(t, apispec.HQ, invalid, req, []byte(body), rec.Result(), rec.Body.Bytes())
 	var out map[string]any
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
 		t.Fatalf("%s %s: answer %q is not JSON: %v", method, path, rec.Body.String(), err)
@@ -73,27 +113,34 @@ func TestCatalogAdminValidation(t *testing.T) {
 	max := cfg.MaxSaleCents
 	tests := []struct {
 		name, path, body, code string
+		// accepted: docs/openapi-hq.yaml accepts the request (JSON
+		// Schema cannot see a duplicate key); only the server refuses it.
+		accepted bool
 	}{
-		{"bad barcode", "/admin/v1/catalog/a*b", `{"name":"x","price_cents":1}`, "invalid_barcode"},
-		{"barcode too long", "/admin/v1/catalog/" + strings.Repeat("a", 65), `{"name":"x","price_cents":1}`, "invalid_barcode"},
-		{"fractional price", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1.5}`, "invalid_amount"},
-		{"string price", "/admin/v1/catalog/A1", `{"name":"x","price_cents":"1"}`, "invalid_amount"},
-		{"negative price", "/admin/v1/catalog/A1", `{"name":"x","price_cents":-1}`, "invalid_amount"},
-		{"price above max_sale_cents", "/admin/v1/catalog/A1", fmt.Sprintf(`{"name":"x","price_cents":%d}`, max+1), "invalid_amount"},
-		{"missing price", "/admin/v1/catalog/A1", `{"name":"x"}`, "invalid_amount"},
-		{"missing name", "/admin/v1/catalog/A1", `{"price_cents":1}`, "invalid_name"},
-		{"unknown field", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"stock":3}`, "unknown_field"},
-		{"field in another case", "/admin/v1/catalog/A1", `{"Name":"x","price_cents":1}`, "unknown_field"},
-		{"duplicate key", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"price_cents":2}`, "invalid_json"},
-		{"trailing data", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1} {}`, "invalid_json"},
-		{"not an object", "/admin/v1/catalog/A1", `[1]`, "invalid_json"},
-		{"active not a bool", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"active":"no"}`, "invalid_json"},
-		{"store _all", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"store_id":"_all"}`, "invalid_store_id"},
-		{"bad store", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"store_id":"S 1"}`, "invalid_store_id"},
+		{"bad barcode", "/admin/v1/catalog/a*b", `{"name":"x","price_cents":1}`, "invalid_barcode", false},
+		{"barcode too long", "/admin/v1/catalog/" + strings.Repeat("a", 65), `{"name":"x","price_cents":1}`, "invalid_barcode", false},
+		{"fractional price", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1.5}`, "invalid_amount", false},
+		{"string price", "/admin/v1/catalog/A1", `{"name":"x","price_cents":"1"}`, "invalid_amount", false},
+		{"negative price", "/admin/v1/catalog/A1", `{"name":"x","price_cents":-1}`, "invalid_amount", false},
+		{"price above max_sale_cents", "/admin/v1/catalog/A1", fmt.Sprintf(`{"name":"x","price_cents":%d}`, max+1), "invalid_amount", false},
+		{"missing price", "/admin/v1/catalog/A1", `{"name":"x"}`, "invalid_amount", false},
+		{"missing name", "/admin/v1/catalog/A1", `{"price_cents":1}`, "invalid_name", false},
+		{"unknown field", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"stock":3}`, "unknown_field", false},
+		{"field in another case", "/admin/v1/catalog/A1", `{"Name":"x","price_cents":1}`, "unknown_field", false},
+		{"duplicate key", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"price_cents":2}`, "invalid_json", true},
+		{"trailing data", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1} {}`, "invalid_json", false},
+		{"not an object", "/admin/v1/catalog/A1", `[1]`, "invalid_json", false},
+		{"active not a bool", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"active":"no"}`, "invalid_json", false},
+		{"store _all", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"store_id":"_all"}`, "invalid_store_id", false},
+		{"bad store", "/admin/v1/catalog/A1", `{"name":"x","price_cents":1,"store_id":"S 1"}`, "invalid_store_id", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			status, out := do(t, h, http.MethodPut, tc.path, tc.body)
+			send := doInvalid
+			if tc.accepted {
+				send = do
+			}
+			status, out := send(t, h, http.MethodPut, tc.path, tc.body)
 			if status != http.StatusBadRequest || errCode(out) != tc.code {
 				t.Errorf("PUT %s %s = %d %v, want 400 %s", tc.path, tc.body, status, out, tc.code)
 			}

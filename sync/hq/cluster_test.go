@@ -325,7 +325,7 @@ func checkChainMetrics(t *testing.T, c *chainHQ, chain *chainsim.Chain) {
 	t.Helper()
 	var body string
 	testenv.WaitFor(t, 30*time.Second, "the consumer's lag at 0 in /metrics", func() bool {
-		r, err := http.Get("http://" + c.admins[0] + "/metrics")
+		r, err := hqClient(t).Get("http://" + c.admins[0] + "/metrics")
 		if err != nil {
 			return false
 		}

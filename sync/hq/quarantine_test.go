@@ -196,7 +196,7 @@ func TestReceiverQuarantinesAndGoesOn(t *testing.T) {
 			}
 			srv := httptest.NewServer(hq.NewAdminHandler(h.store, h.recv, h.metrics, testLogger(t)))
 			defer srv.Close()
-			resp, err := http.Get(srv.URL + "/v1/stores/S001/quarantine")
+			resp, err := hqClient(t).Get(srv.URL + "/v1/stores/S001/quarantine")
 			if err != nil {
 				t.Fatal(err)
 			}

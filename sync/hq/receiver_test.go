@@ -302,8 +302,9 @@ func TestReceiverNATSOutage(t *testing.T) {
 	recv := hq.NewReceiver(cfg, store, m, log, "")
 	admin := httptest.NewServer(hq.NewAdminHandler(store, recv, m, log))
 	defer admin.Close()
+	client := hqClient(t)
 	health := func() int {
-		r, err := http.Get(admin.URL + "/healthz")
+		r, err := client.Get(admin.URL + "/healthz")
 		if err != nil {
 			return 0
 		}
@@ -359,9 +360,18 @@ func TestAdmin(t *testing.T) {
 	publish(t, js, mm)
 	testenv.WaitFor(t, waitLong, "sales and manifest stored", func() bool { return h.metrics.Counts().Ingested == 4 })
 
+	client := hqClient(t)
 	get := func(path string, wantCode int, v any) string {
 		t.Helper()
-		r, err := http.Get(admin.URL + path)
+		ctx := context.Background()
+		if wantCode >= 400 { // the 4xx asked for here are for requests meant to break the description
+			ctx = testenv.Invalid(ctx)
+		}
+		req, err := http.NewRequestWithContext(ctx, "GET", admin.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
