@@ -32,6 +32,12 @@ func NewCatalogHandler(cat *Catalog, maxCents int64, log *slog.Logger) http.Hand
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT /admin/v1/catalog/{barcode}", h.put)
 	mux.HandleFunc("DELETE /admin/v1/catalog/{barcode}", h.delete)
+	// Everything else under the prefix answers as the rest of the admin
+	// API does (a JSON not_found), not with the router's plain-text 404
+	// or 405 a client would fail to decode.
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no such endpoint: "+r.Method+" "+r.URL.Path)
+	})
 	return mux
 }
 

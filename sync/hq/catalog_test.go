@@ -107,6 +107,27 @@ func errCode(m map[string]any) string {
 	return s
 }
 
+// A method or path the catalog API does not have is a JSON not_found,
+// as everywhere else on the admin listener.
+func TestCatalogAdminUnknownRoutes(t *testing.T) {
+	cat, _, cfg := newCatalog(t)
+	h := hq.NewCatalogHandler(cat, cfg.MaxSaleCents, testLogger(t))
+	tests := []struct{ method, path string }{
+		{http.MethodGet, "/admin/v1/catalog/A1"},
+		{http.MethodPost, "/admin/v1/catalog/A1"},
+		{http.MethodPut, "/admin/v1/catalog/A1/extra"},
+		{http.MethodPut, "/admin/v1/catalog/"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			status, out := doInvalid(t, h, tc.method, tc.path, "")
+			if status != http.StatusNotFound || errCode(out) != "not_found" {
+				t.Errorf("%s %s = %d %v, want 404 not_found", tc.method, tc.path, status, out)
+			}
+		})
+	}
+}
+
 func TestCatalogAdminValidation(t *testing.T) {
 	cat, kv, cfg := newCatalog(t)
 	h := hq.NewCatalogHandler(cat, cfg.MaxSaleCents, testLogger(t))
