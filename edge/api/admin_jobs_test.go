@@ -28,7 +28,9 @@ func TestAdminJobRoutes(t *testing.T) {
 	}
 	srv := httptest.NewServer(NewAdmin(AdminDeps{Ledger: e.ledger, Reconciler: rec, Manifests: rp, Log: log}))
 	t.Cleanup(srv.Close)
-	admin := func(method, path string) resp { return e.do(srv.URL, "", method, path, nil, nil) }
+	admin := func(method, path string, invalid bool) resp {
+		return e.InvalidIf(invalid).do(srv.URL, "", method, path, nil, nil)
+	}
 
 	e.putItem("R1", 250, 10)
 	if r := e.sale("T01", "rec-1", sale1("R1", 2, 250)); r.status != 201 {
@@ -40,24 +42,25 @@ func TestAdminJobRoutes(t *testing.T) {
 		status             int
 		code               string
 		check              func(resp) bool
+		invalid            bool // the date breaks the description's pattern
 	}{
-		{"no report before a run", "GET", "/admin/v1/reconcile", 404, "not_found", nil},
-		{"reconcile a bad date", "POST", "/admin/v1/reconcile?date=2026-01-01", 400, "invalid_date", nil},
+		{"no report before a run", "GET", "/admin/v1/reconcile", 404, "not_found", nil, false},
+		{"reconcile a bad date", "POST", "/admin/v1/reconcile?date=2026-01-01", 400, "invalid_date", nil, true},
 		{"reconcile today", "POST", "/admin/v1/reconcile", 200, "", func(r resp) bool {
 			days, _ := r.json()["days"].([]any)
 			return len(days) == 1 && days[0] == today && num(r.json()["differences"]) == 0
-		}},
+		}, false},
 		{"the last report", "GET", "/admin/v1/reconcile", 200, "", func(r resp) bool {
 			days, _ := r.json()["days"].([]any)
 			return len(days) == 1 && days[0] == today
-		}},
-		{"manifest of a bad date", "POST", "/admin/v1/sync/manifest?date=20261399", 400, "invalid_date", nil},
+		}, false},
+		{"manifest of a bad date", "POST", "/admin/v1/sync/manifest?date=20261399", 400, "invalid_date", nil, false}, // a well-formed date that is none
 		{"manifest while HQ is not connected", "POST", "/admin/v1/sync/manifest", 503, "hq_unavailable", func(r resp) bool {
 			return r.json()["error"].(map[string]any)["message"] != ""
-		}},
+		}, false},
 	}
 	for _, c := range cases {
-		r := admin(c.method, c.path)
+		r := admin(c.method, c.path, c.invalid)
 		if r.status != c.status || r.code() != c.code || (c.check != nil && !c.check(r)) {
 			t.Fatalf("%s: %d %s", c.name, r.status, r.body)
 		}

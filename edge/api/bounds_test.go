@@ -96,44 +96,49 @@ func TestHostileMoneyIsRefusedAndChangesNothing(t *testing.T) {
 			saleBody := func(qtyPrice, total string, extra string) string {
 				return `{"lines":[{"barcode":"ov",` + qtyPrice + `}],"total_cents":` + total + `,"tender":"cash"` + extra + `}`
 			}
-			refund := func(body string) func(key string) resp {
-				return func(key string) resp {
+			refund := func(body string) func(e *apiEnv, key string) resp {
+				return func(e *apiEnv, key string) resp {
 					return e.T("T01", "POST", "/v1/refunds", body, map[string]string{"Idempotency-Key": key})
 				}
 			}
-			sale := func(body string) func(key string) resp {
-				return func(key string) resp { return e.sale("T01", key, body) }
+			sale := func(body string) func(e *apiEnv, key string) resp {
+				return func(e *apiEnv, key string) resp { return e.sale("T01", key, body) }
 			}
-			batch := func(sales ...string) func(key string) resp {
-				return func(string) resp {
+			batch := func(sales ...string) func(e *apiEnv, key string) resp {
+				return func(e *apiEnv, _ string) resp {
 					return e.T("T01", "POST", "/v1/sales/batch", `{"sales":[`+strings.Join(sales, ",")+`]}`, nil)
 				}
 			}
+			// invalid: the description rejects the request too. It cannot
+			// see a duplicate key or a time relative to now, and a batch
+			// is a valid request whatever its sales (each is refused in
+			// its own result).
 			cases := []struct {
-				name  string
-				send  func(key string) resp
-				batch bool // the refusal is the batch's only result
-				code  string
+				name    string
+				send    func(e *apiEnv, key string) resp
+				batch   bool // the refusal is the batch's only result
+				code    string
+				invalid bool
 			}{
-				{"21 lines summing to 2^64 + 5,000,100 (batch)", batch(wrapBatchSale("wrap", at(-time.Hour))), true, "invalid_amount"},
-				{"21 lines summing to 2^64 + 5,000,100 (sale)", sale("{" + strings.TrimPrefix(wrapBatchSale("x", at(0)), `{"idempotency_key":"x",`)), false, "invalid_amount"},
-				{"total 1e17", sale(saleBody(`"qty":1,"price_cents":100000000000000000`, "100000000000000000", "")), false, "invalid_amount"},
-				{"total 1e17 over 1000 units", sale(saleBody(`"qty":1000,"price_cents":100000000000000`, "100000000000000000", "")), false, "invalid_amount"},
-				{"total 9007199254740993", sale(saleBody(`"qty":1,"price_cents":9007199254740993`, "9007199254740993", "")), false, "invalid_amount"},
-				{"price just above max_sale_cents", sale(saleBody(`"qty":1,"price_cents":100000000001`, "100000000001", "")), false, "invalid_amount"},
-				{"line above max_sale_cents", sale(saleBody(`"qty":2,"price_cents":50000000001`, "100000000002", "")), false, "invalid_amount"},
-				{"duplicate qty", sale(`{"lines":[{"barcode":"ov","qty":1,"qty":40,"price_cents":100}],"total_cents":100,"tender":"cash"}`), false, "invalid_json"},
-				{"duplicate total", sale(`{"lines":[{"barcode":"ov","qty":1,"price_cents":100}],"total_cents":100,"total_cents":4000,"tender":"cash"}`), false, "invalid_json"},
-				{"TOTAL_CENTS", sale(`{"lines":[{"barcode":"ov","qty":1,"price_cents":100}],"TOTAL_CENTS":100,"tender":"cash"}`), false, "unknown_field"},
-				{"occurred_at 2 h ahead", sale(saleBody(`"qty":1,"price_cents":100`, "100", `,"occurred_at":"`+at(2*time.Hour)+`"`)), false, "invalid_occurred_at"},
-				{"occurred_at 40 d back", sale(saleBody(`"qty":1,"price_cents":100`, "100", `,"occurred_at":"`+at(-40*24*time.Hour)+`"`)), false, "invalid_occurred_at"},
-				{"batch sale 2 h ahead", batch(`{"idempotency_key":"b1","lines":[{"barcode":"ov","qty":1,"price_cents":100}],"total_cents":100,"tender":"cash","occurred_at":"` + at(2*time.Hour) + `"}`), true, "invalid_occurred_at"},
-				{"batch sale 40 d back", batch(`{"idempotency_key":"b2","lines":[{"barcode":"ov","qty":1,"price_cents":100}],"total_cents":100,"tender":"cash","occurred_at":"` + at(-40*24*time.Hour) + `"}`), true, "invalid_occurred_at"},
-				{"batch sale with a duplicate qty", batch(`{"idempotency_key":"b3","lines":[{"barcode":"ov","qty":1,"qty":40,"price_cents":100}],"total_cents":100,"tender":"cash"}`), true, "invalid_json"},
-				{"batch sale with TOTAL_CENTS", batch(`{"idempotency_key":"b4","lines":[{"barcode":"ov","qty":1,"price_cents":100}],"TOTAL_CENTS":100,"tender":"cash"}`), true, "unknown_field"},
-				{"refund total 1e17", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1}],"total_cents":100000000000000000}`), false, "invalid_amount"},
-				{"refund with a duplicate qty", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1,"qty":3}],"total_cents":100}`), false, "invalid_json"},
-				{"refund with Total_Cents", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1}],"Total_Cents":100}`), false, "unknown_field"},
+				{"21 lines summing to 2^64 + 5,000,100 (batch)", batch(wrapBatchSale("wrap", at(-time.Hour))), true, "invalid_amount", false},
+				{"21 lines summing to 2^64 + 5,000,100 (sale)", sale("{" + strings.TrimPrefix(wrapBatchSale("x", at(0)), `{"idempotency_key":"x",`)), false, "invalid_amount", true},
+				{"total 1e17", sale(saleBody(`"qty":1,"price_cents":100000000000000000`, "100000000000000000", "")), false, "invalid_amount", true},
+				{"total 1e17 over 1000 units", sale(saleBody(`"qty":1000,"price_cents":100000000000000`, "100000000000000000", "")), false, "invalid_amount", true},
+				{"total 9007199254740993", sale(saleBody(`"qty":1,"price_cents":9007199254740993`, "9007199254740993", "")), false, "invalid_amount", true},
+				{"price just above max_sale_cents", sale(saleBody(`"qty":1,"price_cents":100000000001`, "100000000001", "")), false, "invalid_amount", true},
+				{"line above max_sale_cents", sale(saleBody(`"qty":2,"price_cents":50000000001`, "100000000002", "")), false, "invalid_amount", true},
+				{"duplicate qty", sale(`{"lines":[{"barcode":"ov","qty":1,"qty":40,"price_cents":100}],"total_cents":100,"tender":"cash"}`), false, "invalid_json", false},
+				{"duplicate total", sale(`{"lines":[{"barcode":"ov","qty":1,"price_cents":100}],"total_cents":100,"total_cents":4000,"tender":"cash"}`), false, "invalid_json", false},
+				{"TOTAL_CENTS", sale(`{"lines":[{"barcode":"ov","qty":1,"price_cents":100}],"TOTAL_CENTS":100,"tender":"cash"}`), false, "unknown_field", true},
+				{"occurred_at 2 h ahead", sale(saleBody(`"qty":1,"price_cents":100`, "100", `,"occurred_at":"`+at(2*time.Hour)+`"`)), false, "invalid_occurred_at", false},
+				{"occurred_at 40 d back", sale(saleBody(`"qty":1,"price_cents":100`, "100", `,"occurred_at":"`+at(-40*24*time.Hour)+`"`)), false, "invalid_occurred_at", false},
+				{"batch sale 2 h ahead", batch(`{"idempotency_key":"b1","lines":[{"barcode":"ov","qty":1,"price_cents":100}],"total_cents":100,"tender":"cash","occurred_at":"` + at(2*time.Hour) + `"}`), true, "invalid_occurred_at", false},
+				{"batch sale 40 d back", batch(`{"idempotency_key":"b2","lines":[{"barcode":"ov","qty":1,"price_cents":100}],"total_cents":100,"tender":"cash","occurred_at":"` + at(-40*24*time.Hour) + `"}`), true, "invalid_occurred_at", false},
+				{"batch sale with a duplicate qty", batch(`{"idempotency_key":"b3","lines":[{"barcode":"ov","qty":1,"qty":40,"price_cents":100}],"total_cents":100,"tender":"cash"}`), true, "invalid_json", false},
+				{"batch sale with TOTAL_CENTS", batch(`{"idempotency_key":"b4","lines":[{"barcode":"ov","qty":1,"price_cents":100}],"TOTAL_CENTS":100,"tender":"cash"}`), true, "unknown_field", false},
+				{"refund total 1e17", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1}],"total_cents":100000000000000000}`), false, "invalid_amount", true},
+				{"refund with a duplicate qty", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1,"qty":3}],"total_cents":100}`), false, "invalid_json", false},
+				{"refund with Total_Cents", refund(`{"original_flow_no":"` + orig.flow() + `","lines":[{"barcode":"G1","qty":1}],"Total_Cents":100}`), false, "unknown_field", true},
 			}
 			// The original sale's record is marked COMPLETED off the
 			// answer's path: wait for it, so the state is at rest.
@@ -148,7 +153,7 @@ func TestHostileMoneyIsRefusedAndChangesNothing(t *testing.T) {
 			before := e.storeState(t)
 			for i, c := range cases {
 				for try := 1; try <= 3; try++ {
-					r := c.send(fmt.Sprintf("hostile-%d", i))
+					r := c.send(e.InvalidIf(c.invalid), fmt.Sprintf("hostile-%d", i))
 					status, code := r.status, r.code()
 					if c.batch {
 						res, _ := r.json()["results"].([]any)
@@ -206,15 +211,16 @@ func TestAdminBodiesAreStrict(t *testing.T) {
 	e.putItem("A1", 100, 5)
 	cases := []struct {
 		name, method, path, body, code string
+		invalid                        bool // the description rejects it too (it cannot see a duplicate key)
 	}{
-		{"item with a duplicate price", "PUT", "/admin/v1/items/A1", `{"name":"a","price_cents":1,"price_cents":100000,"stock":5}`, "invalid_json"},
-		{"item with a duplicate in another case", "PUT", "/admin/v1/items/A1", `{"name":"a","price_cents":1,"stock":5,"STOCK":9}`, "invalid_json"},
-		{"item with Price_Cents", "PUT", "/admin/v1/items/A1", `{"name":"a","Price_Cents":1,"stock":5}`, "unknown_field"},
-		{"promo with a duplicate coefficient", "POST", "/admin/v1/promo", `{"coefficient":1.5,"coefficient":10}`, "invalid_json"},
-		{"promo with Coefficient", "POST", "/admin/v1/promo", `{"Coefficient":1.5}`, "unknown_field"},
+		{"item with a duplicate price", "PUT", "/admin/v1/items/A1", `{"name":"a","price_cents":1,"price_cents":100000,"stock":5}`, "invalid_json", false},
+		{"item with a duplicate in another case", "PUT", "/admin/v1/items/A1", `{"name":"a","price_cents":1,"stock":5,"STOCK":9}`, "invalid_json", true},
+		{"item with Price_Cents", "PUT", "/admin/v1/items/A1", `{"name":"a","Price_Cents":1,"stock":5}`, "unknown_field", true},
+		{"promo with a duplicate coefficient", "POST", "/admin/v1/promo", `{"coefficient":1.5,"coefficient":10}`, "invalid_json", false},
+		{"promo with Coefficient", "POST", "/admin/v1/promo", `{"Coefficient":1.5}`, "unknown_field", true},
 	}
 	for _, c := range cases {
-		if r := e.admin(c.method, c.path, c.body); r.status != 400 || r.code() != c.code {
+		if r := e.InvalidIf(c.invalid).admin(c.method, c.path, c.body); r.status != 400 || r.code() != c.code {
 			t.Errorf("%s: %d %s, want 400 %s", c.name, r.status, r.body, c.code)
 		}
 	}

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +36,12 @@ type apiEnv struct {
 	term     *httptest.Server
 	adminSrv *httptest.Server
 	keys     map[string]string // terminal → key
-	spec     *apispec.Spec     // docs/openapi.yaml: every answer is checked against it (not in benchmarks)
+	// check holds every exchange to docs/openapi.yaml (not in
+	// benchmarks): the request, unless meantInvalid, and the answer.
+	check *testenv.APICheck
+	// meantInvalid marks the requests of an env returned by Invalid: the
+	// description must reject them and the server answer 4xx.
+	meantInvalid bool
 }
 
 type envOpts struct {
@@ -100,9 +104,24 @@ func newEnv(t testing.TB, o envOpts) *apiEnv {
 		Ready:   func(context.Context) error { return nil }, Status: func(context.Context) any { return map[string]string{} }}))
 	t.Cleanup(e.adminSrv.Close)
 	if _, bench := t.(*testing.B); !bench {
-		e.spec = loadSpec(t)
+		e.check = apiCheck(t)
 	}
 	return e
+}
+
+// Invalid is e for requests the test means to break the description (a
+// bad barcode, a missing key, malformed JSON...): each one must be
+// rejected by the description and answered 4xx.
+func (e *apiEnv) Invalid() *apiEnv { return e.InvalidIf(true) }
+
+// InvalidIf is Invalid when meant is (a table row's mark), else e.
+func (e *apiEnv) InvalidIf(meant bool) *apiEnv {
+	if !meant {
+		return e
+	}
+	c := *e
+	c.meantInvalid = true
+	return &c
 }
 
 type resp struct {
@@ -128,18 +147,25 @@ func (r resp) code() string {
 func (r resp) flow() string { s, _ := r.json()["flow_no"].(string); return s }
 
 func (e *apiEnv) do(base, auth, method, path string, body any, hdr map[string]string) resp {
-	var rd io.Reader
+	e.t.Helper()
+	var reqBody []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		reqBody = []byte(b)
 	case []byte:
-		rd = bytes.NewReader(b)
+		reqBody = b
 	default:
-		j, _ := json.Marshal(b)
-		rd = bytes.NewReader(j)
+		reqBody, _ = json.Marshal(b)
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(reqBody)
 	}
 	req, _ := http.NewRequest(method, base+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json") // as a till sends it (hdr may say otherwise)
+	}
 	if auth != "" {
 		req.Header.Set("Authorization", "Bearer "+auth)
 	}
@@ -152,25 +178,28 @@ func (e *apiEnv) do(base, auth, method, path string, body any, hdr map[string]st
 	}
 	defer res.Body.Close()
 	b, _ := io.ReadAll(res.Body)
-	if e.spec != nil {
-		listener := "admin"
+	if e.check != nil {
+		listener := apispec.Admin
 		if base == e.term.URL {
-			listener = "terminal"
+			listener = apispec.Terminal
 		}
-		checkAnswer(e.t, e.spec, listener, req, res, b)
+		e.check.Exchange(e.t, listener, e.meantInvalid, req, reqBody, res, b)
 	}
 	return resp{res.StatusCode, res.Header, b}
 }
 
 func (e *apiEnv) T(term, method, path string, body any, hdr map[string]string) resp {
+	e.t.Helper()
 	return e.do(e.term.URL, e.keys[term], method, path, body, hdr)
 }
 
 func (e *apiEnv) sale(term, key string, body any) resp {
+	e.t.Helper()
 	return e.T(term, "POST", "/v1/sales", body, map[string]string{"Idempotency-Key": key})
 }
 
 func (e *apiEnv) admin(method, path string, body any) resp {
+	e.t.Helper()
 	return e.do(e.adminSrv.URL, "", method, path, body, nil)
 }
 

@@ -24,12 +24,13 @@ func TestItemLookup(t *testing.T) {
 		code      string
 		stale     bool
 		wantTrips int64 // -1: not counted (Redis is gone)
+		invalid   bool  // the path breaks the description
 	}{
-		{"known item", nil, "/v1/items/I1", 200, "", false, 1},
-		{"unknown item", nil, "/v1/items/NOPE", 404, "item_not_found", false, 1},
-		{"invalid barcode", nil, "/v1/items/bad%21", 400, "invalid_barcode", false, 1},
-		{"degraded: the daemon's copy", func() { e.ledger.SetRedisDown(true) }, "/v1/items/I1", 200, "", true, 1},
-		{"Redis killed: the daemon's copy", func() { e.ledger.SetRedisDown(false); e.redis.KillNode(0) }, "/v1/items/I1", 200, "", true, -1},
+		{"known item", nil, "/v1/items/I1", 200, "", false, 1, false},
+		{"unknown item", nil, "/v1/items/NOPE", 404, "item_not_found", false, 1, false},
+		{"invalid barcode", nil, "/v1/items/bad%21", 400, "invalid_barcode", false, 1, true},
+		{"degraded: the daemon's copy", func() { e.ledger.SetRedisDown(true) }, "/v1/items/I1", 200, "", true, 1, false},
+		{"Redis killed: the daemon's copy", func() { e.ledger.SetRedisDown(false); e.redis.KillNode(0) }, "/v1/items/I1", 200, "", true, -1, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,7 +38,7 @@ func TestItemLookup(t *testing.T) {
 				tt.before()
 			}
 			before := rt.N()
-			r := e.T("T01", "GET", tt.path, nil, nil)
+			r := e.InvalidIf(tt.invalid).T("T01", "GET", tt.path, nil, nil)
 			if r.status != tt.status || r.code() != tt.code {
 				t.Fatalf("%d %s, want %d %q", r.status, r.body, tt.status, tt.code)
 			}

@@ -31,8 +31,8 @@ func TestPayLimitHeadersAnd429(t *testing.T) {
 	e.putItem("L1", 10, 100)
 	answers := []resp{
 		e.sale("T01", "l-1", sale1("L1", 1, 10)),
-		e.T("T01", "POST", "/v1/sales", `{"broken`, map[string]string{"Idempotency-Key": "l-2"}), // charged though invalid
-		e.sale("T01", "l-1", sale1("L1", 1, 10)),                                                 // a replay is charged too
+		e.Invalid().T("T01", "POST", "/v1/sales", `{"broken`, map[string]string{"Idempotency-Key": "l-2"}), // charged though invalid
+		e.sale("T01", "l-1", sale1("L1", 1, 10)),                                                           // a replay is charged too
 		e.sale("T01", "l-3", sale1("L1", 1, 10)),
 	}
 	for i, r := range answers[:3] {
@@ -98,11 +98,14 @@ func TestFailedAuthenticationIsLimitedPerAddress(t *testing.T) {
 
 func TestPromoEndpoint(t *testing.T) {
 	e := newEnv(t, envOpts{limits: tightLimits()})
-	for _, bad := range []string{`{}`, `{"coefficient": 0}`, `{"coefficient": 10.5}`, `{"coefficient": -1}`,
-		`{"coefficient": "2"}`, `{"coefficient": 2, "ttl_seconds": 0}`, `{"coefficient": 2, "actions": ["dance"]}`,
-		`{"coefficient": 2, "starts_at": "tomorrow"}`, `{"coefficient": 2, "colour": 1}`} {
-		if r := e.admin("POST", "/admin/v1/promo", bad); r.status != 400 {
-			t.Errorf("%s: %d %s", bad, r.status, r.body)
+	for _, bad := range []struct {
+		body    string
+		invalid bool // the description rejects it too
+	}{{`{}`, true}, {`{"coefficient": 0}`, true}, {`{"coefficient": 10.5}`, true}, {`{"coefficient": -1}`, true},
+		{`{"coefficient": "2"}`, true}, {`{"coefficient": 2, "ttl_seconds": 0}`, true}, {`{"coefficient": 2, "actions": ["dance"]}`, true},
+		{`{"coefficient": 2, "starts_at": "tomorrow"}`, false}, {`{"coefficient": 2, "colour": 1}`, true}} {
+		if r := e.InvalidIf(bad.invalid).admin("POST", "/admin/v1/promo", bad.body); r.status != 400 {
+			t.Errorf("%s: %d %s", bad.body, r.status, r.body)
 		}
 	}
 	r := e.admin("POST", "/admin/v1/promo", `{"coefficient": 2, "ttl_seconds": 60, "actions": ["pay"]}`)
