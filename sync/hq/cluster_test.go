@@ -141,23 +141,18 @@ func (c *chainHQ) waitReady(i int, d time.Duration) {
 // in the same transaction as the rows), -1 while the database does not
 // answer: cheap where count(*) of millions of rows is not.
 func (c *chainHQ) counted() int64 {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, c.DB)
-	if err != nil {
-		return -1
-	}
-	defer conn.Close(ctx)
-	var n int64
-	if err := conn.QueryRow(ctx, "SELECT COALESCE(sum(txn_count), 0) FROM stores").Scan(&n); err != nil {
-		return -1
-	}
-	return n
+	return c.queryCount("SELECT COALESCE(sum(txn_count), 0) FROM stores")
 }
 
 // stored is the number of transactions in the database, -1 while it
 // does not answer.
 func (c *chainHQ) stored() int64 {
+	return c.queryCount("SELECT count(*) FROM transactions")
+}
+
+// queryCount is the one number query answers, -1 while the database
+// does not answer.
+func (c *chainHQ) queryCount(query string) int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, c.DB)
@@ -166,7 +161,7 @@ func (c *chainHQ) stored() int64 {
 	}
 	defer conn.Close(ctx)
 	var n int64
-	if err := conn.QueryRow(ctx, "SELECT count(*) FROM transactions").Scan(&n); err != nil {
+	if err := conn.QueryRow(ctx, query).Scan(&n); err != nil {
 		return -1
 	}
 	return n

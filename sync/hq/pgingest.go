@@ -74,15 +74,7 @@ const pgIngest = `WITH u AS (
 				(array_agg(flow_no ORDER BY length(flow_no) DESC, flow_no COLLATE "C" DESC))[1] AS maxf
 			FROM ins GROUP BY store_id) i ON i.store_id = a.id
 		ORDER BY a.id
-		ON CONFLICT (store_id) DO UPDATE SET
-			txn_count = stores.txn_count + excluded.txn_count,
-			max_flow_no = CASE WHEN length(excluded.max_flow_no) > length(stores.max_flow_no)
-				OR (length(excluded.max_flow_no) = length(stores.max_flow_no)
-					AND excluded.max_flow_no COLLATE "C" > stores.max_flow_no COLLATE "C")
-				THEN excluded.max_flow_no ELSE stores.max_flow_no END,
-			last_created_at = GREATEST(stores.last_created_at, excluded.last_created_at),
-			last_received_at = GREATEST(stores.last_received_at, excluded.last_received_at),
-			last_seen_at = GREATEST(stores.last_seen_at, excluded.last_seen_at)
+` + pgStoresMerge + `
 	)
 	-- A row not inserted must be stored byte for byte as sent (a plain
 	-- redelivery); anything else, including a row committed by another

@@ -223,9 +223,9 @@ const (
 			sent_at = excluded.sent_at, received_at = excluded.received_at, backlog = excluded.backlog,
 			oldest_unsent = excluded.oldest_unsent, version = excluded.version, body = excluded.body
 		WHERE excluded.sent_at > heartbeats.sent_at`
-	pgUpsertStores = `INSERT INTO stores
-		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
-		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])
+	// pgStoresMerge adds a batch's rows to a store's counts: the one
+	// rule for both insert paths (pgUpsertStores and pgIngest).
+	pgStoresMerge = `
 		ON CONFLICT (store_id) DO UPDATE SET
 			txn_count = stores.txn_count + excluded.txn_count,
 			max_flow_no = CASE WHEN length(excluded.max_flow_no) > length(stores.max_flow_no)
@@ -235,6 +235,10 @@ const (
 			last_created_at = GREATEST(stores.last_created_at, excluded.last_created_at),
 			last_received_at = GREATEST(stores.last_received_at, excluded.last_received_at),
 			last_seen_at = GREATEST(stores.last_seen_at, excluded.last_seen_at)`
+	pgUpsertStores = `INSERT INTO stores
+		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
+		SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::timestamptz[], $5::timestamptz[], $6::timestamptz[])
+` + pgStoresMerge
 	pgUpsertDays = `INSERT INTO day_totals
 		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
