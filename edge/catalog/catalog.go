@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/strictjson"
 )
 
 // AllStores is the key prefix of the entries meant for every store.
@@ -361,6 +363,37 @@ type entry struct {
 	Active     *bool   `json:"active"`
 }
 
+// entryFields are the keys of a catalog value.
+var entryFields = strictjson.FieldsOf(entry{})
+
+// decodeEntry reads a catalog value as strictly as the store's own API
+// reads a body: a duplicate key, a key in another case, an unknown key or
+// data after the object would let two readers (this store, HQ's tools)
+// see two different items, so each refuses the value.
+func decodeEntry(value []byte) (entry, error) {
+	var v entry
+	if err := strictjson.Check(value, entryFields); err != nil {
+		return v, err
+	}
+	d := json.NewDecoder(bytes.NewReader(value))
+	d.DisallowUnknownFields()
+	if err := d.Decode(&v); err != nil {
+		return v, err
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return v, errors.New("data after the object")
+	}
+	switch {
+	case v.Name == nil || *v.Name == "" || len(*v.Name) > MaxName:
+		return v, errors.New("name missing or too long")
+	case v.PriceCents == nil || *v.PriceCents < 0 || *v.PriceCents > ledger.MaxCents:
+		return v, errors.New("price_cents missing or out of range")
+	case v.Active == nil:
+		return v, errors.New("active missing")
+	}
+	return v, nil
+}
+
 // change reads an entry of this store or _all; ok is false (and the
 // entry logged and counted) for a deletion or a value no till could use.
 func (w *Watcher) change(e jetstream.KeyValueEntry) (ledger.CatalogChange, bool) {
@@ -371,20 +404,9 @@ func (w *Watcher) change(e jetstream.KeyValueEntry) (ledger.CatalogChange, bool)
 		w.log.Info("catalog key deleted at HQ; the item keeps what it has", "key", e.Key(), "revision", e.Revision())
 		return ledger.CatalogChange{}, false
 	}
-	var v entry
-	d := json.NewDecoder(bytes.NewReader(e.Value()))
-	d.DisallowUnknownFields()
-	err := d.Decode(&v)
-	switch {
-	case err != nil:
-	case !ledger.ValidBarcode(barcode):
+	v, err := decodeEntry(e.Value())
+	if err == nil && !ledger.ValidBarcode(barcode) {
 		err = errors.New("barcode outside [A-Za-z0-9._-]{1,64}")
-	case v.Name == nil || *v.Name == "" || len(*v.Name) > MaxName:
-		err = errors.New("name missing or too long")
-	case v.PriceCents == nil || *v.PriceCents < 0 || *v.PriceCents > ledger.MaxCents:
-		err = errors.New("price_cents missing or out of range")
-	case v.Active == nil:
-		err = errors.New("active missing")
 	}
 	if err != nil {
 		w.m.changes.WithLabelValues("invalid").Inc()

@@ -41,10 +41,12 @@ func ParseCatalogCSV(r io.Reader, maxCents int64) ([]CatalogRow, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			// A csv.ParseError names its line itself; FieldPos would
+			// panic here, with no record read.
+			return nil, fmt.Errorf("reading the price list: %w", err)
 		}
+		line, _ := cr.FieldPos(0)
 		if first && strings.EqualFold(strings.TrimSpace(rec[0]), "barcode") {
 			continue
 		}

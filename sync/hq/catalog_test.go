@@ -230,6 +230,7 @@ func TestParseCatalogCSV(t *testing.T) {
 		{"too few fields", "A1,Milk,350\n", 0, "line 1: 3 fields"},
 		{"key twice", "A1,Milk,350,true\nA1,Milk,351,true\n", 0, "line 2: key _all.A1 is already on line 1"},
 		{"empty name", "A1,,350,true\n", 0, "line 1: name"},
+		{"unterminated quote names the line", "A1,Milk,350,true\n\"0000", 0, "line 2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
