@@ -271,3 +271,38 @@ func FuzzBarcode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseStockAdjustment: an adjustment body is accepted only when a
+// plain JSON reader finds the same delta, reason and key in it, and the
+// delta is a whole number within the ledger's bound.
+func FuzzParseStockAdjustment(f *testing.F) {
+	for _, s := range []string{
+		`{"delta":12,"reason":"receiving","idempotency_key":"rcv-1"}`,
+		`{"delta":-3,"delta":300,"reason":"count","idempotency_key":"c-1"}`,
+		`{"Delta":5,"reason":"count","idempotency_key":"c-1"}`,
+		`{"delta":1e3,"reason":"count","idempotency_key":"c-1"}`,
+		`{"delta":"5","reason":"count","idempotency_key":"c-1"}`,
+		`{"delta":9223372036854775807,"reason":"count","idempotency_key":"c-1"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		adj, e := parseStockAdjustment(body)
+		if e != nil {
+			if e.Kind != ledger.KindInvalid || e.Code == "" {
+				t.Fatalf("refusal %+v", e)
+			}
+			return
+		}
+		if adj.Delta < -ledger.MaxStockDelta || adj.Delta > ledger.MaxStockDelta {
+			t.Fatalf("accepted delta %d outside ±%d", adj.Delta, ledger.MaxStockDelta)
+		}
+		var plain ledger.StockAdjustment
+		if err := json.Unmarshal(body, &plain); err != nil {
+			t.Fatalf("accepted %q, which a plain reader refuses: %v", body, err)
+		}
+		if plain != adj {
+			t.Fatalf("accepted %q as %+v, a plain reader reads %+v", body, adj, plain)
+		}
+	})
+}
