@@ -37,7 +37,7 @@ WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestI
 WIN_VET_SRC_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep internal/testenv | cut -d' ' -f1 | grep -v '/internal/testenv$$')
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean
+.PHONY: help build test clients test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -51,6 +51,7 @@ test: ## the CI gate: go vet, every test (starts its own Redis, Sentinel, NATS),
 	go vet ./...
 	go test -p 1 -count=1 -timeout 45m -skip '^TestTool' ./...
 	$(MAKE) test-tools
+	$(MAKE) clients
 
 test-long: ## soaks: the 7-day WAN outage (350,000 sales), a 60 s black-holed WAN, 100 daemon kills (~30 min; not in CI)
 	POSEDGE_LONG=1 go test -count=1 -timeout 60m -run TestSevenDayOutageDrainsOnceWithinTheSyncPolicy -v ./sync/replay/
@@ -75,6 +76,24 @@ cross: ## CGO-free builds for every platform into ./dist/<os>-<arch>/
 		out=dist/$$1-$$2$${3:+v$$3}/; \
 		echo "build $$out"; \
 		CGO_ENABLED=0 GOOS=$$1 GOARCH=$$2 GOARM=$${3:-} go build -trimpath $(REL_LDFLAGS) -o $$out $(CMDS); \
+	done
+
+# Client generators till and HQ developers use (issue 27), pinned. `make
+# clients` generates a Go client from each description into bin/clients/
+# (a throwaway module, not committed) and compiles it: a description change
+# that breaks the generator fails `make test`. Not yet here: ogen v1.24.0
+# (stops at "complex anyOf is not implemented"), openapi-typescript, C#/Kotlin.
+OAPI_CODEGEN_VERSION := v2.8.2
+CLIENTS := $(CURDIR)/bin/clients
+
+clients: ## generate a Go client (oapi-codegen) from docs/openapi.yaml and docs/openapi-hq.yaml and compile each
+	@set -e; for d in till:openapi hq:openapi-hq; do \
+		name=$${d%%:*}; spec=$${d#*:}; dir=$(CLIENTS)/go-$$name; \
+		rm -rf $$dir; mkdir -p $$dir; \
+		printf 'package: %sclient\ngenerate:\n  models: true\n  client: true\noutput: %s/client.gen.go\n' $$name $$dir > $$dir/cfg.yaml; \
+		go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION) -config $$dir/cfg.yaml docs/$$spec.yaml; \
+		rm $$dir/cfg.yaml; \
+		(cd $$dir && go mod init example.com/$${name}client >/dev/null 2>&1 && go mod tidy && go build ./... && echo "compiled $$dir"); \
 	done
 
 $(REDOCLY_STAMP):
