@@ -84,6 +84,7 @@ cross: ## CGO-free builds for every platform into ./dist/<os>-<arch>/
 # that breaks the generator fails `make test`. Not yet here: ogen v1.24.0
 # (stops at "complex anyOf is not implemented"), openapi-typescript, C#/Kotlin.
 OAPI_CODEGEN_VERSION := v2.8.2
+OAPI_RUNTIME_VERSION := v1.9.0
 CLIENTS := $(CURDIR)/bin/clients
 
 clients: ## generate a Go client (oapi-codegen) from docs/openapi.yaml and docs/openapi-hq.yaml and compile each
@@ -93,7 +94,7 @@ clients: ## generate a Go client (oapi-codegen) from docs/openapi.yaml and docs/
 		printf 'package: %sclient\ngenerate:\n  models: true\n  client: true\noutput: %s/client.gen.go\n' $$name $$dir > $$dir/cfg.yaml; \
 		go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen@$(OAPI_CODEGEN_VERSION) -config $$dir/cfg.yaml docs/$$spec.yaml; \
 		rm $$dir/cfg.yaml; \
-		(cd $$dir && go mod init example.com/$${name}client >/dev/null 2>&1 && go mod tidy && go build ./... && echo "compiled $$dir"); \
+		(cd $$dir && go mod init example.com/$${name}client >/dev/null 2>&1 && go get github.com/oapi-codegen/runtime@$(OAPI_RUNTIME_VERSION) && go mod tidy && go build ./... && echo "compiled $$dir"); \
 	done
 
 $(REDOCLY_STAMP):
