@@ -32,6 +32,8 @@ func NewAdminHandler(store Store, recv Readiness, metrics *Metrics, log *slog.Lo
 	mux.Handle("GET /metrics", promhttp.HandlerFor(metrics.Registry, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
 	mux.HandleFunc("GET /v1/stores/{store_id}/watermark", a.watermark)
 	mux.HandleFunc("GET /v1/completeness", a.completeness)
+	mux.HandleFunc("GET /v1/stores", a.stores)
+	mux.HandleFunc("GET /v1/stores/{store_id}", a.storeEntry)
 	mux.HandleFunc("GET /v1/stores/{store_id}/quarantine", a.quarantine)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no such path")
@@ -102,6 +104,39 @@ func (a *admin) completeness(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// stores is the fleet view (contract §7).
+func (a *admin) stores(w http.ResponseWriter, r *http.Request) {
+	es, err := a.store.Fleet(r.Context(), time.Now())
+	if err != nil {
+		a.log.Error("fleet", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database did not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"stores": es})
+}
+
+// storeEntry is one store of the fleet view, 404 for one never heard from.
+func (a *admin) storeEntry(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("store_id")
+	if !storeIDPattern.MatchString(id) {
+		writeError(w, http.StatusBadRequest, "invalid_store_id", "store ID must be 1-32 of [A-Za-z0-9_-]")
+		return
+	}
+	es, err := a.store.Fleet(r.Context(), time.Now())
+	if err != nil {
+		a.log.Error("fleet", "store_id", id, "err", err)
+		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database did not answer")
+		return
+	}
+	for _, e := range es {
+		if e.StoreID == id {
+			writeJSON(w, http.StatusOK, e)
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "not_found", "no message from this store yet")
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) { jsonhttp.Write(w, status, v) }

@@ -48,6 +48,9 @@ type Store interface {
 	// rather than stored (Msg.Quarantine, or a day total that would
 	// overflow), oldest first.
 	Quarantined(ctx context.Context, storeID string) ([]StoredQuarantine, error)
+	// Fleet lists every store heard from, sorted by store_id, with the
+	// figures of contract §7 judged at now.
+	Fleet(ctx context.Context, now time.Time) ([]StoreEntry, error)
 	// Ping tells whether the database answers.
 	Ping(ctx context.Context) error
 	Close() error

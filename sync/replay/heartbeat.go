@@ -23,6 +23,11 @@ var ErrNotConnected = errors.New("not connected to HQ")
 // controlTimeout bounds the publish of a heartbeat or a manifest.
 const controlTimeout = 5 * time.Second
 
+// firstHeartbeatRetry is the delay before the first heartbeat and
+// between its retries; with controlTimeout it keeps the first heartbeat
+// within 10 s of the start when HQ is reachable.
+const firstHeartbeatRetry = 2 * time.Second
+
 // background refreshes the backlog figures, sends heartbeats, and
 // publishes a day's manifests when the business day changes, until ctx
 // ends. Heartbeats and manifests go through JetStream (subjects below
@@ -33,11 +38,23 @@ func (r *Replayer) background(ctx context.Context) {
 	defer stats.Stop()
 	hb := time.NewTicker(r.cfg.HeartbeatEvery)
 	defer hb.Stop()
+	// The first heartbeat goes out within firstHeartbeatWithin of the
+	// start (retried every firstHeartbeatRetry until HQ takes one), so
+	// that HQ's fleet view lists a store seconds after it starts, not a
+	// minute later.
+	first := time.NewTimer(firstHeartbeatRetry)
+	defer first.Stop()
 	r.refreshStats(ctx)
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-first.C:
+			r.refreshStats(ctx)
+			if err := r.heartbeat(ctx); err != nil && ctx.Err() == nil {
+				r.log.Debug("first heartbeat not sent; retrying", "err", err)
+				first.Reset(firstHeartbeatRetry)
+			}
 		case <-stats.C:
 			r.refreshStats(ctx)
 		case <-hb.C:
@@ -72,8 +89,17 @@ func (r *Replayer) refreshStats(ctx context.Context) {
 
 func (r *Replayer) heartbeat(ctx context.Context) error {
 	st := r.Status()
-	hb := wire.Heartbeat{StoreID: r.cfg.StoreID, SentAt: time.Now().UTC().Format(time.RFC3339Nano),
-		Backlog: st.Backlog, Version: r.cfg.Version}
+	now := time.Now().Add(r.cfg.TestClockSkew).UTC().Format(time.RFC3339Nano)
+	hb := wire.Heartbeat{StoreID: r.cfg.StoreID, SentAt: now,
+		Backlog: st.Backlog, Version: r.cfg.Version,
+		HeartbeatFormat: wire.HeartbeatFormat2, StoreClock: now,
+		// Unconfirmed: the journal does not count rows sent but not yet
+		// confirmed stored by HQ (delivery confirmation is being added
+		// beside this); until it does, 0.
+		Unconfirmed: 0}
+	if r.cfg.HeartbeatState != nil {
+		hb.Mode, hb.StatusLevel = r.cfg.HeartbeatState()
+	}
 	if st.OldestUnsent != nil {
 		hb.OldestUnsent = st.OldestUnsent.UTC().Format(time.RFC3339Nano)
 	}

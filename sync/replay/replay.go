@@ -75,6 +75,13 @@ type Config struct {
 	Pace time.Duration
 	// HeartbeatEvery is the heartbeat period; default 1m.
 	HeartbeatEvery time.Duration
+	// HeartbeatState, when set, gives the daemon's mode and status level
+	// for the heartbeat.
+	HeartbeatState func() (mode, level string)
+	// TestClockSkew shifts the clock the heartbeat reports (sent_at and
+	// store_clock). Test-only: it exists so that a test can show HQ's
+	// clock offset estimate; never set it in production.
+	TestClockSkew time.Duration
 	// Location is the store's time zone, in which business days change
 	// (and the day's manifest is published); default time.Local.
 	Location *time.Location

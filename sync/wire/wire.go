@@ -132,7 +132,22 @@ type Heartbeat struct {
 	Backlog      int64  `json:"backlog"`
 	OldestUnsent string `json:"oldest_unsent,omitempty"`
 	Version      string `json:"version"`
+	// Fields of heartbeat format 2 (docs/hq-sync.md "Heartbeats"). They
+	// are additive: the Posedge-Schema header stays 1, so a posedge-hq
+	// that predates them reads the heartbeat as before and ignores them
+	// (encoding/json skips unknown fields); a reader tells a format-2
+	// heartbeat by HeartbeatFormat >= 2, never by their zero values.
+	HeartbeatFormat int    `json:"heartbeat_format,omitempty"`
+	Unconfirmed     int64  `json:"unconfirmed,omitempty"` // sent but HQ's storage not yet confirmed
+	Mode            string `json:"mode,omitempty"`        // the daemon's mode (normal, offline …)
+	StatusLevel     string `json:"status_level,omitempty"`
+	// StoreClock is the store's clock when the heartbeat was built; HQ
+	// compares it with its own receive time for clock_offset_ms.
+	StoreClock string `json:"store_clock,omitempty"`
 }
+
+// HeartbeatFormat2 is the heartbeat format this build writes.
+const HeartbeatFormat2 = 2
 
 // StockSubject carries a store's stock adjustments (contract §6).
 func StockSubject(prefix, storeID string) string { return prefix + "." + storeID + ".stock" }
