@@ -38,6 +38,7 @@
 -- {"exists", state, fingerprint_matches(0/1), flow_no, owner, at, body} or
 -- {"token_invalid"} | {"unknown_item", barcode} |
 -- {"insufficient_stock", barcode, stock} | {"refund_exceeds_sale", barcode, left} |
+-- {"refund_repriced", barcode} (another refund of the sale landed since it was priced) |
 -- {"invalid_amount", what, value} (a total, quantity or count that is not a
 -- canonical integer or is out of bounds) | {"invalid_argument", what} |
 -- {"counter_overflow", key, field} | {"corrupt", key, field} (a stored value
@@ -169,6 +170,10 @@ if isRefund then
     local b = ARGV[15 + i * 4]
     local r = stored(KEYS[6], b)
     if not r then return {'corrupt', KEYS[6], b} end
+    -- A refund is priced after the units already refunded (ARGV's
+    -- count): Redis holding more means another refund landed since the
+    -- daemon priced this one, which would price some units twice.
+    if mode == 'refund' and less(jrRefunded[i], r) then return {'refund_repriced', b} end
     if less(r, jrRefunded[i]) then r = jrRefunded[i] end
     before[b] = r
     local after = add(r, qty[b])

@@ -378,6 +378,10 @@ func (l *Ledger) outcome(ctx context.Context, res []any, t journal.Txn) (*Result
 		return nil, Errorf(KindConflict, "insufficient_stock", "not enough stock of %v (%v left)", res[1], res[2])
 	case "refund_exceeds_sale":
 		return nil, Errorf(KindConflict, "refund_exceeds_sale", "refund of %v exceeds what is left of the sale (%v)", res[1], res[2])
+	case "refund_repriced":
+		// Priced before another refund of the sale landed: nothing was
+		// recorded; the till retries and the daemon prices it afresh.
+		return nil, errInProgress()
 	case "invalid_amount":
 		return nil, Errorf(KindInvalid, "invalid_amount", "%v %v is outside the bounds of a sale", res[1], res[2])
 	}

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"time"
 
@@ -40,14 +41,16 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 	mu.(*sync.Mutex).Lock()
 	defer mu.(*sync.Mutex).Unlock()
 
-	sold, price := map[string]int64{}, map[string]int64{}
+	sold := map[string]int64{}
 	for _, ln := range orig.Lines {
 		sold[ln.Barcode] += ln.Qty
-		price[ln.Barcode] = ln.PriceCents // same barcode on two lines: the last price (documented)
 	}
 	refunded, err := l.j.RefundedQty(ctx, orig.FlowNo)
 	if err != nil {
 		return nil, errJournal(err)
+	}
+	if !l.Degraded() {
+		l.raiseRefunded(ctx, orig.FlowNo, refunded)
 	}
 	want := map[string]int64{}
 	var lines []Line
@@ -55,12 +58,12 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 		if _, ok := sold[ln.Barcode]; !ok {
 			return nil, Errorf(KindConflict, "refund_exceeds_sale", "barcode %s is not in sale %s", ln.Barcode, orig.FlowNo)
 		}
-		want[ln.Barcode] += ln.Qty
-		if refunded[ln.Barcode]+want[ln.Barcode] > sold[ln.Barcode] {
+		if refunded[ln.Barcode]+want[ln.Barcode]+ln.Qty > sold[ln.Barcode] {
 			return nil, Errorf(KindConflict, "refund_exceeds_sale", "refund of %s exceeds what is left of the sale (%d)",
 				ln.Barcode, sold[ln.Barcode]-refunded[ln.Barcode])
 		}
-		lines = append(lines, Line{Barcode: ln.Barcode, Qty: ln.Qty, PriceCents: price[ln.Barcode]})
+		lines = append(lines, priceUnits(orig.Lines, ln.Barcode, refunded[ln.Barcode]+want[ln.Barcode], ln.Qty)...)
+		want[ln.Barcode] += ln.Qty
 	}
 	// The refund's value at the original prices, checked like a sale's:
 	// an original line within bounds can still make a refund above them
@@ -84,9 +87,56 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 	a := txnArgs{mode: "refund", term: term, key: key, fp: fp, tender: orig.Tender, day: day, hour: hour,
 		total: total, bodyRest: b.rest(), tokenForm: IsTokenForm(key), refundOf: orig.FlowNo}
 	for _, ln := range lines {
+		// refundedJr: the count the lines were priced with; the script
+		// refuses the refund if Redis holds more (another daemon refunded
+		// meanwhile), so no unit is priced twice.
 		a.lines = append(a.lines, scriptLine{barcode: ln.Barcode, qty: ln.Qty, sold: sold[ln.Barcode], refundedJr: refunded[ln.Barcode]})
 	}
 	return l.apply(ctx, a, t, b)
+}
+
+// priceUnits prices the units skip+1 … skip+qty of barcode in the
+// original's line order (docs/design.md, Refunds): one refund line per
+// original line they fall on. The caller has checked skip+qty ≤ sold.
+func priceUnits(orig []journal.Line, barcode string, skip, qty int64) []Line {
+	var out []Line
+	for _, ol := range orig {
+		if ol.Barcode != barcode || qty == 0 {
+			continue
+		}
+		if skip >= ol.Qty {
+			skip -= ol.Qty
+			continue
+		}
+		take := min(ol.Qty-skip, qty)
+		skip = 0
+		qty -= take
+		if n := len(out); n > 0 && out[n-1].PriceCents == ol.PriceCents {
+			out[n-1].Qty += take // same price on consecutive lines: one refund line
+			continue
+		}
+		out = append(out, Line{Barcode: barcode, Qty: take, PriceCents: ol.PriceCents})
+	}
+	return out
+}
+
+// raiseRefunded raises the journal's refunded counts to Redis's where
+// Redis knows of more (a refund recorded through another daemon), so the
+// refund is priced after them. Redis unreachable: the journal's counts,
+// and the script refuses if Redis turns out to hold more.
+func (l *Ledger) raiseRefunded(ctx context.Context, flow string, refunded map[string]int64) {
+	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	got, err := l.rdb.HGetAll(rctx, l.k.refunded(flow)).Result()
+	if err != nil {
+		return
+	}
+	for b, v := range got {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err == nil && n > refunded[b] {
+			refunded[b] = n
+		}
+	}
 }
 
 // Get returns a journaled sale or refund by flow number.
