@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -93,5 +94,59 @@ func TestExpectedAndSequenceQueries(t *testing.T) {
 	}
 	if v, ok, _ := j.Meta(ctx, "k"); !ok || v != "2" {
 		t.Fatalf("meta %q %v", v, ok)
+	}
+}
+
+// Issue 22.3: after pruning every degraded row of a node, the highest
+// degraded number (and the highest Redis sequence) must still be known,
+// or the next degraded sale reuses a number HQ already holds.
+func TestPruneKeepsFlowHighWaterMarks(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	var flows []string
+	for i := 1; i <= 3; i++ {
+		deg := sale(i)
+		deg.FlowNo, deg.Seq, deg.IdemKey, deg.Mode = fmt.Sprintf("23%014d", i), 0, fmt.Sprintf("deg%d", i), ModeDegraded
+		flows = append(flows, deg.FlowNo)
+		if err := j.Append(ctx, deg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other := sale(9) // another node's degraded number: its own mark
+	other.FlowNo, other.Seq, other.IdemKey, other.Mode = "24"+fmt.Sprintf("%014d", 7), 0, "other", ModeDegraded
+	for _, tx := range []Txn{sale(41), sale(42), other} {
+		if err := j.Append(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		flows = append(flows, tx.FlowNo)
+	}
+	if err := j.MarkAcked(ctx, flows...); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := j.Prune(ctx, time.Now().Add(time.Second)); err != nil || n != 6 {
+		t.Fatalf("pruned %d (%v), want all 6", n, err)
+	}
+	for _, c := range []struct{ prefix, want string }{
+		{"23", "2300000000000003"}, {"24", "2400000000000007"}, {"25", ""},
+	} {
+		if got, err := j.MaxFlowWithPrefix(ctx, c.prefix); err != nil || got != c.want {
+			t.Errorf("max flow %s after prune: %q (%v), want %q", c.prefix, got, err, c.want)
+		}
+	}
+	if got, err := j.MaxSeq(ctx); err != nil || got != 42 {
+		t.Errorf("max seq after prune: %d (%v), want 42", got, err)
+	}
+	// A later prune of lower numbers never lowers the mark.
+	low := sale(1)
+	low.FlowNo, low.Seq, low.IdemKey, low.Mode = "2300000000000001", 0, "low", ModeDegraded
+	if err := j.Append(ctx, low); err != nil {
+		t.Fatal(err)
+	}
+	_ = j.MarkAcked(ctx, low.FlowNo)
+	if _, err := j.Prune(ctx, time.Now().Add(time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := j.MaxFlowWithPrefix(ctx, "23"); got != "2300000000000003" {
+		t.Errorf("mark lowered by a later prune: %q", got)
 	}
 }

@@ -16,7 +16,22 @@ const (
 	MetaPrunedMaxSeq  = "pruned_max_seq"     // highest sequence number pruning ever deleted
 	MetaGapCheckedSeq = "flowgap_checked"    // continuity checked up to this sequence number
 	MetaReconcileFrom = "reconcile_from_day" // first business day the journal holds whole
+	// MetaPrunedMaxFlowPrefix + a degraded prefix ("2" + node id): the
+	// highest degraded flow number of that node pruning ever deleted.
+	MetaPrunedMaxFlowPrefix = "pruned_max_flow:"
 )
+
+// degradedFlowDigits is the width of a degraded number's per-node
+// sequence (design.md: "2" + node id + 14 digits).
+const degradedFlowDigits = 14
+
+// degradedPrefixOf is a degraded flow number's prefix ("2" + node id).
+func degradedPrefixOf(flow string) (string, bool) {
+	if len(flow) <= degradedFlowDigits+1 || flow[0] != '2' {
+		return "", false
+	}
+	return flow[:len(flow)-degradedFlowDigits], true
+}
 
 // Meta reads a value the journal keeps about itself; ok is false when unset.
 func (j *Journal) Meta(ctx context.Context, k string) (v string, ok bool, err error) {

@@ -91,18 +91,23 @@ func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 		var n int64
 		err := j.write(ctx, func(tx *sql.Tx) error {
 			rows, err := tx.Query(`DELETE FROM txns WHERE rowid IN (SELECT rowid FROM txns
-				WHERE state = 'acked' AND applied = 1 AND journaled_at < ? LIMIT ?) RETURNING seq`, ts(cutoff), batch)
+				WHERE state = 'acked' AND applied = 1 AND journaled_at < ? LIMIT ?) RETURNING seq, flow_no`, ts(cutoff), batch)
 			if err != nil {
 				return err
 			}
 			var cnt, maxSeq int64
+			maxDeg := map[string]string{} // degraded prefix → highest flow number deleted
 			for rows.Next() {
 				var s int64
-				if err := rows.Scan(&s); err != nil {
+				var flow string
+				if err := rows.Scan(&s, &flow); err != nil {
 					rows.Close()
 					return err
 				}
 				cnt, maxSeq = cnt+1, max(maxSeq, s)
+				if p, ok := degradedPrefixOf(flow); ok && flow > maxDeg[p] {
+					maxDeg[p] = flow
+				}
 			}
 			rows.Close()
 			if err := rows.Err(); err != nil || cnt == 0 {
@@ -111,6 +116,16 @@ func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 			if _, err = tx.Exec(`INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE
 				SET v = CAST(MAX(CAST(v AS INTEGER), CAST(excluded.v AS INTEGER)) AS TEXT)`, MetaPrunedMaxSeq, maxSeq); err != nil {
 				return err
+			}
+			// Degraded numbers carry no Redis sequence: their high-water
+			// mark is kept per prefix (node), in the same commit as the
+			// delete, so the next degraded number never reuses a pruned one.
+			for p, f := range maxDeg {
+				// Same prefix, same width: text order is numeric order.
+				if _, err = tx.Exec(`INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE
+					SET v = MAX(v, excluded.v)`, MetaPrunedMaxFlowPrefix+p, f); err != nil {
+					return err
+				}
 			}
 			n = cnt
 			return nil

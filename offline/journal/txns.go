@@ -124,23 +124,37 @@ func (j *Journal) RefundedQty(ctx context.Context, originalFlowNo string) (map[s
 	return m, rows.Err()
 }
 
-// MaxSeq is the highest Redis sequence number journaled: Redis's sequence
-// must never be at or below it (a failover may have lost INCRs).
+// MaxSeq is the highest Redis sequence number the journal ever held,
+// pruned rows included (pruned_max_seq): Redis's sequence must never be
+// at or below it (a failover may have lost INCRs).
 func (j *Journal) MaxSeq(ctx context.Context) (int64, error) {
 	var n sql.NullInt64
 	if err := j.r.QueryRowContext(ctx, `SELECT MAX(seq) FROM txns`).Scan(&n); err != nil {
 		return 0, fmt.Errorf("read max sequence: %w", err)
 	}
-	return n.Int64, nil
+	pruned, err := j.MetaInt(ctx, MetaPrunedMaxSeq)
+	if err != nil {
+		return 0, fmt.Errorf("read max sequence: %w", err)
+	}
+	return max(n.Int64, pruned), nil
 }
 
-// MaxFlowWithPrefix is the highest flow number starting with prefix, or "".
+// MaxFlowWithPrefix is the highest flow number starting with prefix the
+// journal ever held, pruned rows included (their high-water mark in
+// meta), or "".
 func (j *Journal) MaxFlowWithPrefix(ctx context.Context, prefix string) (string, error) {
 	var s sql.NullString
 	err := j.r.QueryRowContext(ctx, `SELECT MAX(flow_no) FROM txns WHERE flow_no >= ? AND flow_no < ?`,
 		prefix, prefix+":").Scan(&s) // ':' sorts right after '9'
 	if err != nil {
 		return "", fmt.Errorf("read max flow number: %w", err)
+	}
+	pruned, _, err := j.Meta(ctx, MetaPrunedMaxFlowPrefix+prefix)
+	if err != nil {
+		return "", fmt.Errorf("read max flow number: %w", err)
+	}
+	if pruned > s.String { // same prefix, same width: text order is numeric
+		return pruned, nil
 	}
 	return s.String, nil
 }
