@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posedge/posedge/internal/moneycheck"
 	"github.com/posedge/posedge/internal/testenv"
 )
 
@@ -64,14 +65,15 @@ type mixLine struct {
 type mixTxn struct {
 	how            string // sale | token | batch | refund: the path it took
 	term, key      string
-	FlowNo         string    `json:"flow_no"`
-	TerminalID     string    `json:"terminal_id"`
-	Kind           string    `json:"kind"`
-	TotalCents     int64     `json:"total_cents"`
-	Tender         string    `json:"tender"`
-	Lines          []mixLine `json:"lines"`
-	OriginalFlowNo string    `json:"original_flow_no"`
-	OccurredAt     time.Time `json:"occurred_at"`
+	FlowNo         string              `json:"flow_no"`
+	TerminalID     string              `json:"terminal_id"`
+	Kind           string              `json:"kind"`
+	TotalCents     int64               `json:"total_cents"`
+	Tender         string              `json:"tender"`
+	Lines          []mixLine           `json:"lines"`
+	OriginalFlowNo string              `json:"original_flow_no"`
+	OccurredAt     time.Time           `json:"occurred_at"`
+	hist           *moneycheck.History // every request and answer of its tills
 }
 
 // mixTills are tills selling a realistic mix until stopped: multi-line
@@ -86,6 +88,7 @@ type mixTills struct {
 	told  []mixTxn
 	count map[string]int // by how
 	wg    sync.WaitGroup
+	hist  moneycheck.History // every intent and answer, for the checker
 }
 
 // runMix starts n tills on store s (terminal i%len), keys prefixed by
@@ -160,6 +163,7 @@ type mixTill struct {
 }
 
 func (m *mixTill) record(tx mixTxn) {
+	tx.hist = &m.mt.hist
 	m.mt.mu.Lock()
 	m.mt.told = append(m.mt.told, tx)
 	m.mt.count[tx.how]++
@@ -200,6 +204,61 @@ func (m *mixTill) one(key string) bool {
 	}
 }
 
+// history records one attempt of a sale or refund as intent and answer
+// (a batch: one op per sale of it).
+func (m *mixTill) history(what, key string, body any, r testenv.Resp) {
+	status := r.Status
+	if r.Err != nil {
+		status = 0
+	}
+	b, _ := body.(map[string]any)
+	switch what {
+	case "sale", "token", "refund":
+		op := intentOp(m.term, what, key, b)
+		op.Status, op.Body, op.At = status, r.Body, time.Now()
+		m.mt.hist.Add(op)
+	case "batch":
+		sales, _ := b["sales"].([]map[string]any)
+		var res struct {
+			Results []struct {
+				Status int             `json:"status"`
+				Sale   json.RawMessage `json:"sale"`
+			} `json:"results"`
+		}
+		if status == 200 {
+			_ = json.Unmarshal(r.Body, &res) // a body the till cannot read is checked by batch
+		}
+		for i, sb := range sales {
+			op := intentOp(m.term, "sale", sb["idempotency_key"].(string), sb)
+			op.Status, op.At = status, time.Now()
+			if status == 200 && i < len(res.Results) {
+				op.Status, op.Body = res.Results[i].Status, res.Results[i].Sale
+			}
+			m.mt.hist.Add(op)
+		}
+	}
+}
+
+// intentOp is the checker's view of a request body the till sent.
+func intentOp(term, what, key string, b map[string]any) moneycheck.Op {
+	op := moneycheck.Op{Terminal: term, Kind: "sale", Key: key}
+	if what == "refund" {
+		op.Kind = "refund"
+		op.Original, _ = b["original_flow_no"].(string)
+	}
+	op.Tender, _ = b["tender"].(string)
+	op.TotalCents, _ = b["total_cents"].(int64)
+	lines, _ := b["lines"].([]map[string]any)
+	for _, l := range lines {
+		ln := moneycheck.Line{}
+		ln.Barcode, _ = l["barcode"].(string)
+		ln.Qty, _ = l["qty"].(int64)
+		ln.PriceCents, _ = l["price_cents"].(int64)
+		op.Lines = append(op.Lines, ln)
+	}
+	return op
+}
+
 // send retries one request until it is answered with want (or a code
 // nothing can be done about, which fails the test).
 func (m *mixTill) send(what, method, path, key string, body any, want int) (testenv.Resp, bool) {
@@ -209,6 +268,7 @@ func (m *mixTill) send(what, method, path, key string, body any, want int) (test
 	}
 	for attempt := 0; ; attempt++ {
 		r := m.s.T(m.term, method, path, body, hdr)
+		m.history(what, key, body, r)
 		if r.Err == nil && r.Status == want {
 			return r, true
 		}
@@ -295,7 +355,7 @@ func (m *mixTill) refundOf(key string, orig mixTxn) bool {
 		}
 	}
 	body := map[string]any{"original_flow_no": orig.FlowNo,
-		"lines": []map[string]any{{"barcode": barcode, "qty": 1}}, "total_cents": price}
+		"lines": []map[string]any{{"barcode": barcode, "qty": int64(1)}}, "total_cents": price}
 	r, ok := m.send("refund", "POST", "/v1/refunds", key, body, 201)
 	if !ok {
 		return false
@@ -512,6 +572,47 @@ func auditMix(t *testing.T, s *testenv.Store, told []mixTxn, journals ...string)
 		d := redisDiff(s, e, day)
 		return d == "", d
 	})
+	checkHistory(t, s, told, day)
+}
+
+// checkHistory runs the money checker over every request the tills of
+// told made and every answer they got, against HQ's rows, Redis's stock and
+// the daemon's daily stats read now: the oracle is the tills' intents, not
+// the daemon's answers.
+func checkHistory(t *testing.T, s *testenv.Store, told []mixTxn, day string) {
+	t.Helper()
+	seen := map[*moneycheck.History]bool{}
+	var ops []moneycheck.Op
+	for _, tx := range told {
+		if tx.hist == nil {
+			t.Logf("moneycheck: skipped, %s key %s was not made by a mix till", tx.FlowNo, tx.key)
+			return
+		}
+		if !seen[tx.hist] {
+			seen[tx.hist] = true
+			ops = append(ops, tx.hist.Ops()...)
+		}
+	}
+	w := moneycheck.World{InitialStock: map[string]int64{}, FinalStock: map[string]int64{}, HQ: s.HQBodies()}
+	for _, it := range mixItems {
+		w.InitialStock[it.barcode] = plenty
+		r := s.T(s.Terminals[0], "GET", "/v1/items/"+it.barcode, nil, nil)
+		w.FinalStock[it.barcode] = num(r.JSON()["stock"])
+	}
+	var daily struct {
+		Terminals map[string]moneycheck.Counters `json:"terminals"`
+		Tenders   map[string]moneycheck.Counters `json:"tenders"`
+	}
+	r := s.Admin("GET", "/admin/v1/stats/daily?date="+day, nil)
+	if err := json.Unmarshal(r.Body, &daily); r.Status != 200 || err != nil {
+		t.Fatalf("daily stats: %d %s", r.Status, r.Body)
+	}
+	w.Terminals, w.Tenders = daily.Terminals, daily.Tenders
+	rep, err := moneycheck.Check(ops, w)
+	t.Log(rep)
+	if err != nil {
+		t.Fatalf("moneycheck: %v", err)
+	}
 }
 
 // redisDiff is "" when Redis holds the stock and counters e, else the

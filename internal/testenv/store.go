@@ -523,6 +523,32 @@ func (s *Store) HQRows() (map[string]int, int64) {
 	return got, sum
 }
 
+// HQBodies is every transaction HQ holds for the store, flow number to the
+// stored JSON body, for history checkers (internal/moneycheck).
+func (s *Store) HQBodies() map[string][]byte {
+	s.t.Helper()
+	db, err := sql.Open("sqlite", "file:"+s.HQDB+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.Query(`SELECT flow_no, body FROM transactions WHERE store_id = ?`, s.StoreID)
+	if err != nil {
+		return map[string][]byte{} // not created yet
+	}
+	defer rows.Close()
+	got := map[string][]byte{}
+	for rows.Next() {
+		var f string
+		var b []byte
+		if err := rows.Scan(&f, &b); err != nil {
+			s.t.Fatal(err)
+		}
+		got[f] = b
+	}
+	return got
+}
+
 // WaitHQ waits until HQ holds every flow number in want and returns the
 // rows per flow number.
 func (s *Store) WaitHQ(want []string, d time.Duration) map[string]int {

@@ -1,0 +1,125 @@
+package moneycheck
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func saleBody(flow, term string, total int64, lines []Line) []byte {
+	b, _ := json.Marshal(map[string]any{"flow_no": flow, "store_id": "S001", "terminal_id": term, "kind": "sale", "total_cents": total, "tender": "cash", "lines": lines})
+	return b
+}
+
+func refundBody(flow, term, orig string, total int64, lines []Line) []byte {
+	b, _ := json.Marshal(map[string]any{"flow_no": flow, "store_id": "S001", "terminal_id": term, "kind": "refund", "total_cents": total, "tender": "cash", "original_flow_no": orig, "lines": lines})
+	return b
+}
+
+var two = []Line{{Barcode: "A", Qty: 2, PriceCents: 350}}
+
+func sale(term, key, flow string) Op {
+	return Op{Terminal: term, Kind: "sale", Key: key, Lines: two, TotalCents: 700, Tender: "cash", Status: 201, Body: saleBody(flow, term, 700, two)}
+}
+
+func refund(term, key, flow, orig string, qty int64) Op {
+	in := []Line{{Barcode: "A", Qty: qty}}
+	out := []Line{{Barcode: "A", Qty: qty, PriceCents: 350}}
+	return Op{Terminal: term, Kind: "refund", Key: key, Lines: in, TotalCents: 350 * qty, Original: orig, Status: 201, Body: refundBody(flow, term, orig, 350*qty, out)}
+}
+
+// good is a consistent history and its world; each case breaks one thing.
+func good() ([]Op, World) {
+	ops := []Op{sale("T01", "k1", "1"), sale("T01", "k1", "1"), sale("T02", "k2", "2"), refund("T02", "r1", "3", "1", 1)}
+	hq := map[string][]byte{}
+	for _, op := range ops {
+		var a answer
+		_ = json.Unmarshal(op.Body, &a)
+		hq[a.FlowNo] = op.Body
+	}
+	return ops, World{
+		InitialStock: map[string]int64{"A": 5},
+		FinalStock:   map[string]int64{"A": 2},
+		HQ:           hq,
+		Terminals:    map[string]Counters{"T01": {Sales: 1, SalesCents: 700}, "T02": {Sales: 1, SalesCents: 700, Refunds: 1, RefundCents: 350}},
+		Tenders:      map[string]Counters{"cash": {Sales: 2, SalesCents: 1400, Refunds: 1, RefundCents: 350}},
+	}
+}
+
+func TestGoodHistoryPasses(t *testing.T) {
+	ops, w := good()
+	r, err := Check(ops, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(r)
+	if r.Told != 4 || r.Retries != 1 || r.Refunds != 1 {
+		t.Fatalf("report %+v", r)
+	}
+}
+
+func TestIndeterminateMayOrMayNotHappen(t *testing.T) {
+	for _, atHQ := range []bool{false, true} {
+		ops, w := good()
+		lost := sale("T03", "k9", "9")
+		body := lost.Body
+		lost.Status, lost.Body = 0, nil
+		ops = append(ops, lost)
+		w.Terminals, w.Tenders, w.FinalStock = nil, nil, nil
+		if atHQ {
+			w.HQ["9"] = body
+		}
+		if _, err := Check(ops, w); err != nil {
+			t.Fatalf("atHQ=%v: %v", atHQ, err)
+		}
+	}
+}
+
+func TestBrokenHistoriesFail(t *testing.T) {
+	cases := []struct {
+		name    string
+		breakIt func(ops []Op, w *World) []Op
+		want    string
+	}{
+		{"doubled sale", func(ops []Op, w *World) []Op {
+			w.Terminals["T01"] = Counters{Sales: 2, SalesCents: 1400}
+			return ops
+		}, "counters"},
+		{"doubled stock", func(ops []Op, w *World) []Op { w.FinalStock["A"] = 0; return ops }, "stock of A"},
+		{"wrong total", func(ops []Op, w *World) []Op {
+			ops[2].Body = saleBody("2", "T02", 800, two)
+			w.HQ["2"] = ops[2].Body
+			return ops
+		}, "total 800"},
+		{"missing HQ row", func(ops []Op, w *World) []Op { delete(w.HQ, "2"); return ops }, "not at HQ"},
+		{"differing HQ body", func(ops []Op, w *World) []Op { w.HQ["2"] = append([]byte(" "), w.HQ["2"]...); return ops }, "differs at HQ"},
+		{"extra HQ row", func(ops []Op, w *World) []Op { w.HQ["7"] = saleBody("7", "T09", 700, two); return ops }, "no till was told"},
+		{"refund above sale", func(ops []Op, w *World) []Op {
+			w.HQ, w.Terminals, w.Tenders, w.FinalStock = nil, nil, nil, nil
+			return append(ops, refund("T01", "r2", "4", "1", 2))
+		}, "exceed the sale"},
+		{"reused flow number", func(ops []Op, w *World) []Op { ops[2].Body = saleBody("1", "T02", 700, two); return ops }, "given to two"},
+		{"differing retry answer", func(ops []Op, w *World) []Op { ops[1].Body = saleBody("5", "T01", 700, two); return ops }, "different answer"},
+		{"extra HQ row explained twice", func(ops []Op, w *World) []Op {
+			lost := sale("T03", "k9", "9")
+			w.HQ["9"], w.HQ["10"] = lost.Body, saleBody("10", "T03", 700, two)
+			lost.Status, lost.Body = 504, nil
+			w.Terminals, w.Tenders, w.FinalStock = nil, nil, nil
+			return append(ops, lost)
+		}, "no till was told"},
+		{"stock negative", func(ops []Op, w *World) []Op {
+			w.InitialStock["A"], w.FinalStock["A"] = 2, -1
+			return ops
+		}, "negative"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ops, w := good()
+			ops = c.breakIt(ops, &w)
+			_, err := Check(ops, w)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}

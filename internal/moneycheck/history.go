@@ -1,0 +1,74 @@
+package moneycheck
+
+import (
+	"sync"
+	"time"
+)
+
+// Line is one line of an intent; PriceCents is zero on refund intents (the
+// daemon prices refunds from the original).
+type Line struct {
+	Barcode    string `json:"barcode"`
+	Qty        int64  `json:"qty"`
+	PriceCents int64  `json:"price_cents"`
+}
+
+// Op is one request a till made and the answer it got. Retries of the same
+// idempotency key are separate Ops with the same Terminal and Key.
+type Op struct {
+	Terminal   string
+	Kind       string // "sale" or "refund"
+	Key        string // Idempotency-Key (or the payment token used as key)
+	Lines      []Line
+	TotalCents int64
+	Tender     string // sales only
+	Original   string // refunds only: original_flow_no
+	// Status is the HTTP status; 0 means no answer (timeout, reset), which
+	// like any 5xx makes the op indeterminate.
+	Status int
+	Body   []byte
+	At     time.Time
+}
+
+// Indeterminate reports whether the op may or may not have taken effect.
+func (o Op) Indeterminate() bool {
+	return o.Status == 0 || o.Status >= 500 || o.Status == 409 && isInProgress(o.Body)
+}
+
+// History collects ops from concurrent tills.
+type History struct {
+	mu  sync.Mutex
+	ops []Op
+}
+
+// Add records one op; safe for concurrent tills.
+func (h *History) Add(op Op) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.ops = append(h.ops, op)
+}
+
+// Ops returns a copy of the recorded ops in the order they were added.
+func (h *History) Ops() []Op {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Op(nil), h.ops...)
+}
+
+// Counters is one row of the daily stats (contract §4).
+type Counters struct {
+	Sales       int64 `json:"sales"`
+	SalesCents  int64 `json:"sales_cents"`
+	Refunds     int64 `json:"refunds"`
+	RefundCents int64 `json:"refund_cents"`
+}
+
+// World is what the checker is given besides the history: the initial stock
+// and what was read at the end. A nil map is not checked.
+type World struct {
+	InitialStock map[string]int64
+	FinalStock   map[string]int64    // from Redis at the end
+	HQ           map[string][]byte   // flow_no → body, from HQ's DB
+	Terminals    map[string]Counters // daemon's stats
+	Tenders      map[string]Counters // daemon's stats
+}
