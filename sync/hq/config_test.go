@@ -206,3 +206,13 @@ func TestAdminTokenAndTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestYAMLLibraryPanicIsANamedError: the input on which goccy/go-yaml
+// v1.19.2 dereferences nil is an error naming the file and line, never a
+// crash of posedge-hq.
+func TestYAMLLibraryPanicIsANamedError(t *testing.T) {
+	_, err := hq.ParseConfig("hq.yaml", []byte("nats_url: \"nats://127.0.0.1:4222\"\nstores:\n !\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "hq.yaml:3: ") {
+		t.Fatalf("err = %v, want one starting with hq.yaml:3: ", err)
+	}
+}
