@@ -7,6 +7,7 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/internal/parseguard"
 	"github.com/posedge/posedge/internal/secret"
 )
 
@@ -25,7 +26,10 @@ any key posedge does not know is redacted too. Files named by *_file keys
 // starts a block scalar is dropped unless that key is plain.
 func redactConfig(raw []byte) ([]byte, string) {
 	var doc any
-	if err := yaml.UnmarshalWithOptions(raw, &doc, yaml.UseOrderedMap()); err == nil {
+	// A panic inside the YAML library counts as "does not parse".
+	if err := parseguard.Run("config", func() error {
+		return yaml.UnmarshalWithOptions(raw, &doc, yaml.UseOrderedMap())
+	}); err == nil {
 		out, err := yaml.Marshal(secret.RedactDoc(doc, config.Config{}))
 		if err == nil {
 			return out, "secrets redacted, comments dropped"

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/parseguard"
 	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -235,7 +235,18 @@ func parse(b []byte) (Config, error) {
 	// action left out keeps its default.
 	def := c.Limits.Actions
 	c.Limits.Actions = nil
-	if err := yaml.NewDecoder(bytes.NewReader(b), yaml.DisallowUnknownField()).Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+	// The file name is added by Load; a panic inside the YAML library
+	// (v1.19.2 on "terminals:\n !") is a named error with its line.
+	err := parseguard.Bytes("", b, func(src []byte) error {
+		c = Defaults()
+		c.Limits.Actions = nil
+		return yaml.NewDecoder(bytes.NewReader(src), yaml.DisallowUnknownField()).Decode(&c)
+	})
+	var pe *parseguard.PanicError
+	if errors.As(err, &pe) {
+		return Config{}, fmt.Errorf("parse: %w", err)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("parse: %s", yamlProblem(err, b))
 	}
 	merged := map[string]Policy{}

@@ -2,6 +2,8 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -58,4 +60,27 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("round trip changed the config:\n%+v\n%+v\nYAML:\n%s", c, c2, out)
 		}
 	})
+}
+
+// TestYAMLLibraryPanicIsANamedError: goccy/go-yaml v1.19.2 dereferences
+// nil (ast.(*ArrayNodeIter).Len) on this three-line file; posedge
+// check-config and posedge run died with the panic. It is an error naming
+// the file and the line now (testdata/fuzz/FuzzParse keeps the input too).
+func TestYAMLLibraryPanicIsANamedError(t *testing.T) {
+	in := "store_id: \"S1\"\nterminals:\n !\n"
+	path := filepath.Join(t.TempDir(), "posedge.yaml")
+	if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil {
+		t.Fatal("a malformed file loaded")
+	}
+	want := path + ": parse: line 3: "
+	if !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error = %q, want it to start with %q", err, want)
+	}
+	if _, err := Parse([]byte(in)); err == nil || !strings.HasPrefix(err.Error(), "parse: line 3: ") {
+		t.Fatalf("Parse: %v", err)
+	}
 }

@@ -30,7 +30,13 @@ func BuildBinaries(dir string) error {
 		return fmt.Errorf("find module root: %w", err)
 	}
 	for _, pkg := range []string{"posedge", "posedge-hq"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, pkg), "./cmd/"+pkg)
+		args := []string{"build", "-o", filepath.Join(dir, pkg)}
+		// make test sets POSEDGE_RACE=1: the daemons the e2e tests drive
+		// are race builds, so a race in them fails the test that hit it.
+		if os.Getenv("POSEDGE_RACE") == "1" {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command("go", append(args, "./cmd/"+pkg)...)
 		cmd.Dir = filepath.Dir(strings.TrimSpace(string(root)))
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build %s: %v\n%s", pkg, err, out)

@@ -1,6 +1,8 @@
 package hq
 
 import (
+	"github.com/posedge/posedge/internal/parseguard"
+
 	"bufio"
 	"context"
 	"encoding/csv"
@@ -30,7 +32,22 @@ type CatalogRow struct {
 // (a first line naming those columns is a header) and validates every
 // row before returning any: a malformed row is an error naming its
 // line, so an import is all or nothing. A key on two lines is refused.
-func ParseCatalogCSV(r io.Reader, maxCents int64) ([]CatalogRow, error) {
+//
+// A panic inside the CSV reader (FieldPos did, on a malformed quote) is
+// a named error, never a crash of posedge-hq's import.
+func ParseCatalogCSV(r io.Reader, maxCents int64) (rows []CatalogRow, err error) {
+	err = parseguard.Run("price list", func() error {
+		var perr error
+		rows, perr = parseCatalogCSV(r, maxCents)
+		return perr
+	})
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func parseCatalogCSV(r io.Reader, maxCents int64) ([]CatalogRow, error) {
 	cr := csv.NewReader(r)
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true

@@ -16,6 +16,7 @@ import (
 
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/internal/parseguard"
 	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -187,7 +188,15 @@ func LoadConfig(path string) (Config, error) {
 // ParseConfig parses and validates config data; file names it in errors.
 func ParseConfig(file string, data []byte) (Config, error) {
 	var fc fileConfig
-	if err := yaml.UnmarshalWithOptions(data, &fc, yaml.Strict()); err != nil {
+	// A panic inside the YAML library is a named error with file and line.
+	if err := parseguard.Bytes(file, data, func(src []byte) error {
+		fc = fileConfig{}
+		return yaml.UnmarshalWithOptions(src, &fc, yaml.Strict())
+	}); err != nil {
+		var pe *parseguard.PanicError
+		if errors.As(err, &pe) {
+			return Config{}, err
+		}
 		// goccy/go-yaml errors are "[line:col] message" followed by the
 		// source, which may show a secret next to the typo: keep the
 		// position and the message only, in the usual file:line:col form.

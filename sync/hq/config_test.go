@@ -206,3 +206,14 @@ func TestAdminTokenAndTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestYAMLLibraryPanicIsANamedError: the input on which goccy/go-yaml
+// v1.19.2 dereferences nil is an error naming the file and line, never a
+// crash of posedge-hq.
+func TestYAMLLibraryPanicIsANamedError(t *testing.T) {
+	// hq.yaml has no list field: the same shape under a mapping field.
+	_, err := hq.ParseConfig("hq.yaml", []byte("nats_url: \"nats://127.0.0.1:4222\"\ntls:\n !\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "hq.yaml:") {
+		t.Fatalf("err = %v, want one starting with hq.yaml:", err)
+	}
+}

@@ -1,6 +1,8 @@
 package wire
 
 import (
+	"github.com/posedge/posedge/internal/parseguard"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,7 +67,23 @@ var ErrInvalid = errors.New("invalid transaction message")
 // exactly: a key that differs only in case from another key of its object
 // (duplicates included) is refused, since encoding/json would take either
 // for the field and another reader might take the other.
-func ParseTxn(body []byte) (Txn, error) {
+//
+// A panic while decoding (a bug in a decoder, never to take HQ's
+// receiver down on one message) is an ErrInvalid naming the message.
+func ParseTxn(body []byte) (t Txn, err error) {
+	err = parseguard.Run("transaction message", func() error {
+		var perr error
+		t, perr = parseTxn(body)
+		return perr
+	})
+	var pe *parseguard.PanicError
+	if errors.As(err, &pe) {
+		return Txn{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	return t, err
+}
+
+func parseTxn(body []byte) (Txn, error) {
 	var t Txn
 	if err := checkKeys(body, txnFields); err != nil {
 		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
