@@ -28,6 +28,7 @@ const (
 	reasonInvalid  = "invalid"
 	reasonStoreID  = "store_mismatch"
 	reasonTooLarge = "too_large"
+	reasonMsgID    = "msg_id_mismatch"
 )
 
 // RejectError is a message that can never be stored, whatever the retry.
@@ -214,4 +215,21 @@ func Screen(m *Msg, maxCents int64) {
 func isReject(err error) bool {
 	var re *RejectError
 	return errors.As(err, &re)
+}
+
+// CheckMsgID refuses a transaction whose Nats-Msg-Id is not
+// "<store_id>.<flow_no>" of its subject's store and its body. JetStream
+// drops any later message with an ID it has seen, stream-wide, so a
+// message under another store's ID (or another flow's) would shadow that
+// sale; refused here it is never stored, and the store, which counts a
+// row delivered only once HQ confirms it (docs/security.md), sends the
+// real one again. A missing ID is refused too: the edge always sets it.
+func CheckMsgID(m Msg, msgID string) error {
+	if m.Kind != KindTxn {
+		return nil
+	}
+	if want := wire.MsgID(m.StoreID, m.Txn.FlowNo); msgID != want {
+		return reject(reasonMsgID, "%s %q on a transaction of %s (want %q)", wire.HeaderMsgID, msgID, m.StoreID, want)
+	}
+	return nil
 }

@@ -401,6 +401,9 @@ func (r *Receiver) decode(batch []jetstream.Msg) decoded {
 	b := decoded{msgs: make([]Msg, 0, len(batch)), jms: make([]jetstream.Msg, 0, len(batch))}
 	for _, jm := range batch {
 		m, err := DecodeMsg(r.cfg.SubjectPrefix, jm.Subject(), jm.Headers().Get(wire.HeaderSchema), jm.Data(), now)
+		if err == nil {
+			err = CheckMsgID(m, jm.Headers().Get(wire.HeaderMsgID))
+		}
 		if err != nil {
 			r.terminate(jm, err)
 			continue

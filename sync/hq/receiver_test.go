@@ -151,21 +151,17 @@ func TestReceiverStoresOnce(t *testing.T) {
 			publish(t, js, txnMsg("S001", "S001.1", a.body()))
 			testenv.WaitFor(t, waitLong, "sale stored", func() bool { return count(t, h.store, "S001") == 1 })
 
-			// The same sale under another message ID: JetStream takes it, HQ does not store it twice.
-			if ack := publish(t, js, txnMsg("S001", "S001.1.resent", a.body())); ack.Duplicate {
-				t.Fatal("JetStream deduplicated a new message ID")
-			}
-			testenv.WaitFor(t, waitLong, "duplicate counted", func() bool { return h.metrics.Counts().Duplicates == 1 })
-
 			// The same message ID once JetStream's duplicate window has passed.
 			testenv.WaitFor(t, waitLong, "duplicate window to pass", func() bool {
 				return !publish(t, js, txnMsg("S001", "S001.1", a.body())).Duplicate
 			})
-			testenv.WaitFor(t, waitLong, "second duplicate counted", func() bool { return h.metrics.Counts().Duplicates == 2 })
+			testenv.WaitFor(t, waitLong, "duplicate counted", func() bool { return h.metrics.Counts().Duplicates == 1 })
 
 			// Another body under flow 1: kept apart, not overwritten.
 			b := sale{store: "S001", flow: "1", cents: 900, terminal: "T02"}
-			publish(t, js, txnMsg("S001", "S001.1.other", b.body()))
+			testenv.WaitFor(t, waitLong, "duplicate window to pass", func() bool {
+				return !publish(t, js, txnMsg("S001", "S001.1", b.body())).Duplicate
+			})
 			testenv.WaitFor(t, waitLong, "conflict counted", func() bool { return h.metrics.Counts().Conflicts == 1 })
 			cs, err := h.store.Conflicts(context.Background(), "S001")
 			if err != nil || len(cs) != 1 || !hq.SameJSON(cs[0].Body, b.body()) {
@@ -179,11 +175,16 @@ func TestReceiverStoresOnce(t *testing.T) {
 			publish(t, js, txnMsg("S001", "bad.1", []byte("{not json")))
 			publish(t, js, txnMsg("S001", "bad.2", sale{store: "S002", flow: "9", cents: 1}.body())) // store ID ≠ subject
 			publish(t, js, txnMsg("S001", "bad.3", []byte(`{"flow_no":"3","store_id":"S001"}`)))     // fields missing
+			// Message IDs that disagree with the subject's store or the body's
+			// flow (issue 22 finding 1): refused, never shadowing anyone.
+			publish(t, js, txnMsg("S001", "S002.2", sale{store: "S001", flow: "2", cents: 5}.body()))
+			publish(t, js, txnMsg("S001", "S001.7", sale{store: "S001", flow: "2", cents: 5}.body()))
+			publish(t, js, txnMsg("S001", "S001.1.resent", a.body()))
 			publish(t, js, txnMsg("S001", "S001.2", sale{store: "S001", flow: "2", cents: 5}.body()))
 			testenv.WaitFor(t, waitLong, "next sale stored", func() bool { return count(t, h.store, "S001") == 2 })
-			testenv.WaitFor(t, waitLong, "rejects counted", func() bool { return h.metrics.Counts().Rejected == 3 })
+			testenv.WaitFor(t, waitLong, "rejects counted", func() bool { return h.metrics.Counts().Rejected == 6 })
 			consumerSettled(t, js)
-			if c := h.metrics.Counts(); c.Ingested != 2 || c.Duplicates != 2 || c.Conflicts != 1 {
+			if c := h.metrics.Counts(); c.Ingested != 2 || c.Duplicates != 1 || c.Conflicts != 1 {
 				t.Fatalf("counts = %+v", c)
 			}
 		})
@@ -214,9 +215,17 @@ func TestTwoReceivers(t *testing.T) {
 					pub(s, i, wire.MsgID(s, fmt.Sprint(i)))
 				}
 			}
-			// Replayed again by a store that did not get its acks, other IDs.
+			// Replayed again by a store that did not get its acks, once
+			// JetStream's duplicate window has passed (HQ refuses any
+			// other message ID than <store>.<flow>).
+			select {
+			case <-js.PublishAsyncComplete():
+			case <-time.After(waitLong):
+				t.Fatal("publish acks did not arrive")
+			}
+			time.Sleep(3 * cfg.DuplicateWindow)
 			for i := 1; i <= resent; i++ {
-				pub("S001", i, fmt.Sprintf("S001.%d.again", i))
+				pub("S001", i, wire.MsgID("S001", fmt.Sprint(i)))
 			}
 			select {
 			case <-js.PublishAsyncComplete():
