@@ -15,9 +15,10 @@ import (
 // listener without admin.token_file). Failed authentications count per
 // source address in guard: once it blocks an address, every request from
 // it is answered 429 with Retry-After until the window lets it go.
+// Without a token, cross-site requests are refused (RefuseCrossSite).
 func RequireBearer(token string, guard *AuthGuard, open func(*http.Request) bool, next http.Handler) http.Handler {
 	if token == "" {
-		return next
+		return RefuseCrossSite(open, next)
 	}
 	want := []byte(token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -4,8 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/posedge/posedge/internal/secret"
 )
 
 // Example is a valid setting shown in error messages.
@@ -72,15 +73,21 @@ func check1(s string) error {
 	return nil
 }
 
-// userinfo matches the user info of a URL: a user and password or a
-// token, secret either way.
-var userinfo = regexp.MustCompile(`^(\s*(?:[A-Za-z][A-Za-z0-9+.-]*://)?)[^@/]*@`)
-
-// Redact hides the credentials of every URL in a setting.
+// Redact hides the credentials of every URL in a setting (one URL or a
+// comma-separated list), whatever characters the password holds: see
+// secret.RedactURLs.
+// A setting without any "scheme://" (nats.go accepts "user:pw@host:4222")
+// is masked item by item up to each item's last "@".
 func Redact(s string) string {
+	if strings.Contains(s, "://") {
+		return secret.RedactURLs(s)
+	}
 	parts := strings.Split(s, ",")
 	for i, p := range parts {
-		parts[i] = userinfo.ReplaceAllString(p, "${1}xxxxx@")
+		if at := strings.LastIndexByte(p, '@'); at >= 0 {
+			lead := p[:len(p)-len(strings.TrimLeft(p, " \t"))]
+			parts[i] = lead + "xxxxx" + p[at:]
+		}
 	}
 	return strings.Join(parts, ",")
 }

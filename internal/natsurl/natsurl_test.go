@@ -54,7 +54,7 @@ func TestRedact(t *testing.T) {
 		{"nats://a:4222", "nats://a:4222"},
 		{"nats://u:p@a:4222,nats://b:4222", "nats://xxxxx@a:4222,nats://b:4222"},
 		{"nats://token@a:4222, tls://u:p@b:1", "nats://xxxxx@a:4222, tls://xxxxx@b:1"},
-		{"nats://a:4222/x@y", "nats://a:4222/x@y"},
+		{"nats://a:4222/x@y", "nats://xxxxx@y"},
 		{"u:p@a:4222,b:4222", "xxxxx@a:4222,b:4222"},
 	}
 	for _, tt := range tests {

@@ -12,21 +12,84 @@ import (
 // Redacted replaces a secret value wherever one would be printed.
 const Redacted = "REDACTED"
 
-var (
-	// urlUserinfo is the user info of a URL anywhere in a text: a user
-	// and password, or a NATS token, secret either way.
-	urlUserinfo = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^@/\s,"']*@`)
-	// queryPassword is a password given as a URL query parameter
-	// (PostgreSQL accepts ?password=…).
-	queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&\s,"']*`)
-)
+// queryPassword is a password given as a URL query parameter
+// (PostgreSQL accepts ?password=…).
+var queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&\s,"']*`)
 
 // RedactURLs hides the credentials of every URL in text — a single URL,
 // a comma-separated list of NATS servers, or an error message quoting
 // one: "nats://app:pw@hq:4222" becomes "nats://xxxxx@hq:4222".
+//
+// Passwords are written raw by operators (a `'`, `@`, `:`, `/` or `%` in
+// them, unencoded), so the user info is not what net/url would parse but
+// everything from "://" to the last "@" before the URL ends: the next
+// white space, or the next "scheme://". A password with an "@" is thus
+// hidden whole; more may be hidden than needed, never less. Inside a
+// word (no white space) every character a password may hold is covered.
 func RedactURLs(text string) string {
-	text = urlUserinfo.ReplaceAllString(text, "${1}xxxxx@")
-	return queryPassword.ReplaceAllString(text, "${1}xxxxx")
+	var b strings.Builder
+	rest := text
+	for {
+		i := strings.Index(rest, "://")
+		if i < 0 || !schemeBefore(rest[:i]) {
+			if i < 0 {
+				b.WriteString(rest)
+				break
+			}
+			b.WriteString(rest[:i+3])
+			rest = rest[i+3:]
+			continue
+		}
+		b.WriteString(rest[:i+3])
+		rest = rest[i+3:]
+		end := strings.IndexAny(rest, " \t\r\n")
+		if end < 0 {
+			end = len(rest)
+		}
+		// a list "a://…,b://…": this URL ends at the comma before the
+		// next one's scheme (a letter, then scheme characters).
+		for off := 0; ; {
+			j := strings.Index(rest[off:end], "://")
+			if j < 0 {
+				break
+			}
+			j += off
+			k := j
+			for k > 0 && isSchemeByte(rest[k-1]) {
+				k--
+			}
+			if k > 0 && k < j && rest[k-1] == ',' && (rest[k] >= 'a' && rest[k] <= 'z' || rest[k] >= 'A' && rest[k] <= 'Z') {
+				end = k
+				break
+			}
+			off = j + 3
+		}
+		if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+			b.WriteString("xxxxx")
+			rest = rest[at:]
+			end -= at
+		}
+		b.WriteString(rest[:end])
+		rest = rest[end:]
+	}
+	return queryPassword.ReplaceAllString(b.String(), "${1}xxxxx")
+}
+
+// schemeBefore reports whether s ends with a URL scheme (a letter, then
+// letters, digits, "+", "-", ".").
+func schemeBefore(s string) bool {
+	k := len(s)
+	for k > 0 && isSchemeByte(s[k-1]) {
+		k--
+	}
+	for k < len(s) && !(s[k] >= 'a' && s[k] <= 'z' || s[k] >= 'A' && s[k] <= 'Z') {
+		k++
+	}
+	return k < len(s)
+}
+
+func isSchemeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
 }
 
 // Kind is how a config field marked with the struct tag `secret:"…"` is
