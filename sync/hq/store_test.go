@@ -77,6 +77,7 @@ func TestStore(t *testing.T) {
 			t.Run("Reopen", func(t *testing.T) { testReopen(t, open) })
 			t.Run("StockAdjustmentOnce", func(t *testing.T) { testStockAdjustmentOnce(t, open) })
 			t.Run("Quarantine", func(t *testing.T) { testQuarantine(t, open) })
+			t.Run("Fleet", func(t *testing.T) { testFleet(t, open) })
 		})
 	}
 }
