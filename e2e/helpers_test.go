@@ -348,12 +348,11 @@ func (m *mixTill) refund(key string) bool {
 
 // refundOf refunds one unit of the first line of sale orig.
 func (m *mixTill) refundOf(key string, orig mixTxn) bool {
-	barcode, price := orig.Lines[0].Barcode, int64(0)
-	for _, ln := range orig.Lines {
-		if ln.Barcode == barcode {
-			price = ln.PriceCents // a barcode on two lines is refunded at its last price (contract)
-		}
-	}
+	// Refunded units of a barcode are taken from the original's lines in
+	// their order (docs/design.md "Refunds"), so the first unit
+	// refunded of a sale not refunded before is priced at the first line
+	// carrying the barcode: Lines[0] itself.
+	barcode, price := orig.Lines[0].Barcode, orig.Lines[0].PriceCents
 	body := map[string]any{"original_flow_no": orig.FlowNo,
 		"lines": []map[string]any{{"barcode": barcode, "qty": int64(1)}}, "total_cents": price}
 	r, ok := m.send("refund", "POST", "/v1/refunds", key, body, 201)

@@ -23,7 +23,9 @@ func rawGet(t *testing.T, base, path, auth string) (*http.Response, []byte) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
-	req := "GET " + path + " HTTP/1.1\r\nHost: posedge\r\nConnection: close\r\n"
+	// The Host is the listener's own loopback address, as any local
+	// client sends it (the tokenless admin API refuses other hosts).
+	req := "GET " + path + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(base, "http://") + "\r\nConnection: close\r\n"
 	if auth != "" {
 		req += "Authorization: Bearer " + auth + "\r\n"
 	}
