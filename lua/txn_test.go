@@ -133,8 +133,13 @@ func TestTxnScriptRefusalChangesNothing(t *testing.T) {
 		{"insufficient stock", nil, txnCall{mode: "sale", total: "200", lines: one("6")}, []any{"insufficient_stock", "A1", "5"}},
 		{"unknown item", nil, txnCall{mode: "sale", total: "100", lines: []txnLine{{barcode: "ZZ", qty: "1"}}}, []any{"unknown_item", "ZZ"}},
 		{"refund above the sale", map[string]map[string]any{kRefunded: {"A1": "2"}},
-			txnCall{mode: "refund", total: "200", lines: []txnLine{{barcode: "A1", qty: "2", sold: "3", refunded: "1"}}},
+			txnCall{mode: "refund", total: "200", lines: []txnLine{{barcode: "A1", qty: "2", sold: "3", refunded: "2"}}},
 			[]any{"refund_exceeds_sale", "A1", "1"}},
+		// Priced after one refunded unit while Redis holds two: another
+		// refund landed in between, so this one must be priced again.
+		{"refund priced before another landed", map[string]map[string]any{kRefunded: {"A1": "2"}},
+			txnCall{mode: "refund", total: "100", lines: []txnLine{{barcode: "A1", qty: "1", sold: "3", refunded: "1"}}},
+			[]any{"refund_repriced", "A1"}},
 		{"max_sale_cents argument not a number", nil, txnCall{mode: "sale", total: "100", lines: one("1"), maxCents: "1e11"},
 			[]any{"invalid_argument", "max_sale_cents"}},
 	}
@@ -192,7 +197,7 @@ func TestTxnScriptIntegersAboveDoublePrecisionStayExact(t *testing.T) {
 	// A refund on top of a refunded count above 2^53.
 	rdb.Del(ctx, kIdem)
 	rdb.HSet(ctx, kRefunded, "A1", "9007199254740993")
-	res = txnCall{mode: "refund", total: "3", lines: []txnLine{{barcode: "A1", qty: "2", sold: int64Max}}, maxCents: int64Max}.run(ctx, t, rdb)
+	res = txnCall{mode: "refund", total: "3", lines: []txnLine{{barcode: "A1", qty: "2", sold: int64Max, refunded: "9007199254740993"}}, maxCents: int64Max}.run(ctx, t, rdb)
 	if len(res) < 2 || res[0] != "ok" {
 		t.Fatalf("refund: %v", res)
 	}
