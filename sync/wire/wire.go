@@ -3,7 +3,6 @@ package wire
 import (
 	"github.com/posedge/posedge/internal/parseguard"
 
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -88,7 +87,8 @@ func parseTxn(body []byte) (Txn, error) {
 	if err := checkKeys(body, txnFields); err != nil {
 		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := json.Unmarshal(body, &t); err != nil {
+	t, err := decodeTxn(body)
+	if err != nil {
 		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	var missing []string

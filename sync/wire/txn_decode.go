@@ -1,0 +1,262 @@
+package wire
+
+import (
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+)
+
+// decodeTxn decodes a body that checkKeys accepted (valid JSON, no key
+// twice, no field name in another case) as json.Unmarshal would into a
+// Txn, without reflection, for the bodies posedge writes: an object
+// whose strings need no unescaping and whose numbers are plain integers.
+// Anything else — an escape, invalid UTF-8, null, a fraction, a value
+// of another type, an integer out of range — is left to json.Unmarshal,
+// so its rules stay the only ones (FuzzDecodeTxnAgreesWithUnmarshal
+// holds the two together). At HQ this is the second pass over every
+// message, and reflection was most of it.
+func decodeTxn(body []byte) (Txn, error) {
+	if t, ok := fastTxn(body); ok {
+		return t, nil
+	}
+	var t Txn
+	err := json.Unmarshal(body, &t)
+	return t, err
+}
+
+// txnReader walks a valid JSON text; each method reports false when the
+// value is not of the plain form it reads, and the caller falls back.
+type txnReader struct {
+	b []byte
+	i int
+}
+
+func fastTxn(body []byte) (Txn, bool) {
+	r := txnReader{b: body}
+	var t Txn
+	ok := r.object(func(key []byte) bool {
+		switch string(key) {
+		case "flow_no":
+			return r.str(&t.FlowNo)
+		case "store_id":
+			return r.str(&t.StoreID)
+		case "terminal_id":
+			return r.str(&t.TerminalID)
+		case "kind":
+			return r.str(&t.Kind)
+		case "total_cents":
+			return r.int(&t.TotalCents)
+		case "tender":
+			return r.str(&t.Tender)
+		case "created_at":
+			return r.str(&t.CreatedAt)
+		case "occurred_at":
+			return r.str(&t.OccurredAt)
+		case "original_flow_no":
+			return r.str(&t.OriginalFlowNo)
+		case "lines":
+			return r.lines(&t.Lines)
+		}
+		return r.skip()
+	})
+	if !ok {
+		return Txn{}, false
+	}
+	r.space()
+	return t, r.i == len(r.b)
+}
+
+func (r *txnReader) space() {
+	for r.i < len(r.b) {
+		switch r.b[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte after white space, 0 at the end.
+func (r *txnReader) peek() byte {
+	r.space()
+	if r.i >= len(r.b) {
+		return 0
+	}
+	return r.b[r.i]
+}
+
+// object reads an object, calling member with each key with the reader
+// at the member's value (after the colon).
+func (r *txnReader) object(member func(key []byte) bool) bool {
+	if r.peek() != '{' {
+		return false
+	}
+	r.i++
+	if r.peek() == '}' {
+		r.i++
+		return true
+	}
+	for {
+		if r.peek() != '"' {
+			return false
+		}
+		key, ok := r.plain()
+		if !ok || r.peek() != ':' {
+			return false
+		}
+		r.i++
+		if !member(key) {
+			return false
+		}
+		switch r.peek() {
+		case ',':
+			r.i++
+		case '}':
+			r.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// plain reads a string without escapes whose bytes are valid UTF-8 and
+// returns its content (json.Unmarshal would give the same bytes).
+func (r *txnReader) plain() ([]byte, bool) {
+	start := r.i + 1
+	for j := start; j < len(r.b); j++ {
+		switch c := r.b[j]; {
+		case c == '"':
+			r.i = j + 1
+			s := r.b[start:j]
+			return s, utf8.Valid(s)
+		case c == '\\' || c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+func (r *txnReader) str(dst *string) bool {
+	if r.peek() != '"' {
+		return false
+	}
+	s, ok := r.plain()
+	if ok {
+		*dst = string(s)
+	}
+	return ok
+}
+
+// int reads -?[0-9]+ that fits int64 (no fraction, no exponent).
+func (r *txnReader) int(dst *int64) bool {
+	r.space()
+	start := r.i
+	if r.i < len(r.b) && r.b[r.i] == '-' {
+		r.i++
+	}
+	for r.i < len(r.b) && '0' <= r.b[r.i] && r.b[r.i] <= '9' {
+		r.i++
+	}
+	if r.i < len(r.b) && (r.b[r.i] == '.' || r.b[r.i] == 'e' || r.b[r.i] == 'E') {
+		return false
+	}
+	v, err := strconv.ParseInt(string(r.b[start:r.i]), 10, 64)
+	if err != nil {
+		return false
+	}
+	*dst = v
+	return true
+}
+
+func (r *txnReader) lines(dst *[]Line) bool {
+	if r.peek() != '[' {
+		return false
+	}
+	r.i++
+	lines := []Line{}
+	if r.peek() == ']' {
+		r.i++
+		*dst = lines
+		return true
+	}
+	for {
+		var l Line
+		ok := r.object(func(key []byte) bool {
+			switch string(key) {
+			case "barcode":
+				return r.str(&l.Barcode)
+			case "qty":
+				return r.int(&l.Qty)
+			case "price_cents":
+				return r.int(&l.PriceCents)
+			}
+			return r.skip()
+		})
+		if !ok {
+			return false
+		}
+		lines = append(lines, l)
+		switch r.peek() {
+		case ',':
+			r.i++
+		case ']':
+			r.i++
+			*dst = lines
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// skip steps over a value of a key Txn does not decode; the text is
+// valid JSON (checkKeys said so), so only strings and nesting matter.
+func (r *txnReader) skip() bool {
+	r.space()
+	if r.i >= len(r.b) {
+		return false
+	}
+	switch r.b[r.i] {
+	case '"':
+		r.skipString()
+	case '{', '[':
+		depth := 0
+		for r.i < len(r.b) {
+			switch r.b[r.i] {
+			case '"':
+				r.skipString()
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+			}
+			r.i++
+			if depth == 0 {
+				break
+			}
+		}
+	default: // a number or a literal
+		for r.i < len(r.b) {
+			switch r.b[r.i] {
+			case ',', '}', ']', ' ', '\t', '\n', '\r':
+				return true
+			}
+			r.i++
+		}
+	}
+	return r.i <= len(r.b)
+}
+
+func (r *txnReader) skipString() {
+	r.i++
+	for r.i < len(r.b) && r.b[r.i] != '"' {
+		if r.b[r.i] == '\\' {
+			r.i++
+		}
+		r.i++
+	}
+	r.i++
+}
