@@ -18,11 +18,11 @@ import (
 	"github.com/goccy/go-yaml"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/parseguard"
 	"github.com/posedge/posedge/internal/secret"
-	"github.com/posedge/posedge/sync/wire"
 )
 
 // ErrNoConfig means the config file does not exist, as opposed to a file
@@ -88,7 +88,7 @@ type Config struct {
 		KeyFile  string `yaml:"key_file"`
 	} `yaml:"tls"`
 	// MaxSaleCents bounds every price, line (qty × price_cents) and total
-	// of one sale or refund (contract §2); 1..wire.MaxSaleCentsLimit.
+	// of one sale or refund (contract §2); 1..cents.MaxSaleCentsCeiling.
 	MaxSaleCents int64 `yaml:"max_sale_cents"`
 
 	Admin struct {
@@ -166,7 +166,7 @@ func Defaults() Config {
 	var c Config
 	c.Timezone = "UTC"
 	c.Listen = "0.0.0.0:8080"
-	c.MaxSaleCents = wire.DefaultMaxSaleCents
+	c.MaxSaleCents = cents.DefaultMaxSaleCents
 	c.Admin.Listen = "127.0.0.1:8081"
 	c.Redis.MasterName = "posedge"
 	c.Redis.Replicas = 2
@@ -352,8 +352,8 @@ func (c *Config) Validate() error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		add("tls", "cert_file and key_file go together: give both or neither")
 	}
-	if c.MaxSaleCents < 1 || c.MaxSaleCents > wire.MaxSaleCentsLimit {
-		add("max_sale_cents", "must be 1-%d (so that sums of lines never overflow), got %d", wire.MaxSaleCentsLimit, c.MaxSaleCents)
+	if c.MaxSaleCents < 1 || c.MaxSaleCents > cents.MaxSaleCentsCeiling {
+		add("max_sale_cents", "must be 1-%d (so that sums of lines never overflow), got %d", cents.MaxSaleCentsCeiling, c.MaxSaleCents)
 	}
 	if (c.Admin.TLS.CertFile == "") != (c.Admin.TLS.KeyFile == "") {
 		add("admin.tls", "cert_file and key_file go together: give both or neither")
