@@ -2,32 +2,11 @@ package httpguard
 
 import (
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/internal/testenv/fakeclock"
 )
-
-// fakeClock is the injected clock of the AuthGuard.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 func TestAuthGuard(t *testing.T) {
 	type step struct {
@@ -79,7 +58,7 @@ func TestAuthGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newFakeClock()
+			clk := fakeclock.New()
 			g := NewAuthGuard(10, time.Minute, clk.Now)
 			for i, s := range tt.steps {
 				clk.Advance(s.advance)
@@ -100,7 +79,7 @@ func TestAuthGuard(t *testing.T) {
 }
 
 func TestAuthGuardForgetsIdleAddresses(t *testing.T) {
-	clk := newFakeClock()
+	clk := fakeclock.New()
 	g := NewAuthGuard(10, time.Minute, clk.Now)
 	for i := 0; i < 1000; i++ {
 		g.Fail("198.51.100." + strconv.Itoa(i))
