@@ -1,4 +1,4 @@
-package httpguard
+package authguard
 
 import (
 	"strconv"
@@ -8,7 +8,7 @@ import (
 	"github.com/posedge/posedge/internal/testenv/fakeclock"
 )
 
-func TestAuthGuard(t *testing.T) {
+func TestGuard(t *testing.T) {
 	type step struct {
 		advance    time.Duration
 		addr       string
@@ -59,7 +59,7 @@ func TestAuthGuard(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := fakeclock.New()
-			g := NewAuthGuard(10, time.Minute, clk.Now)
+			g := New(10, time.Minute, clk.Now)
 			for i, s := range tt.steps {
 				clk.Advance(s.advance)
 				if s.addr == "" {
@@ -78,9 +78,9 @@ func TestAuthGuard(t *testing.T) {
 	}
 }
 
-func TestAuthGuardForgetsIdleAddresses(t *testing.T) {
+func TestGuardForgetsIdleAddresses(t *testing.T) {
 	clk := fakeclock.New()
-	g := NewAuthGuard(10, time.Minute, clk.Now)
+	g := New(10, time.Minute, clk.Now)
 	for i := 0; i < 1000; i++ {
 		g.Fail("198.51.100." + strconv.Itoa(i))
 	}
