@@ -37,7 +37,7 @@ WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestI
 WIN_VET_SRC_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep internal/testenv | cut -d' ' -f1 | grep -v '/internal/testenv$$')
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-race clients fuzz-short test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean
+.PHONY: help build test test-race clients fuzz-short test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean pkgmap
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -170,6 +170,9 @@ CHAIN_BATCH  ?= 256
 bench-hq: ## HQ at chain scale: CHAIN_STORES stores replay CHAIN_TXNS each to 1, 2, 4 posedge-hq over a 3-node cluster (long)
 	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) POSEDGE_CHAIN_HQ=$(CHAIN_HQ) POSEDGE_CHAIN_BATCH=$(CHAIN_BATCH) \
 		go test -p 1 -count=1 -run '^$$' -bench '^BenchmarkChainReplay$$' -benchtime 1x -timeout 600m -v ./sync/hq/ | tee bench-hq.log | grep '^figure'
+
+pkgmap: ## rewrite the package diagram in docs/design.md from go list (TestPackageDiagram checks it)
+	go test -count=1 -run '^TestPackageDiagram$$' ./internal/conventions -update
 
 clean: ## stop what a demo left running; remove ./bin, ./dist, ./.demo and docs/api.html
 	@[ ! -f .demo/pids ] || ./scripts/demo.sh stop

@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
+
+	"github.com/posedge/posedge/internal/testenv/load"
 )
 
 // pollEvery is how often a drain or an ingest is looked at: each look
@@ -25,38 +26,11 @@ const pollEvery = 20 * time.Millisecond
 // throughput comparison: a busy store's tills and back office at once.
 const concurrency = 32
 
-// runConcurrent runs n calls of op over concurrency goroutines and
-// returns the elapsed time and every call's latency; the first error
-// stops it.
+// runConcurrent runs n calls of op over concurrency goroutines
+// (internal/testenv/load) and returns the elapsed time and every call's
+// latency; the first error stops it.
 func runConcurrent(n int, op func(i int) error) (time.Duration, []time.Duration, error) {
-	var next atomic.Int64
-	var firstErr atomic.Pointer[error]
-	lat := make([]time.Duration, n)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for firstErr.Load() == nil {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				if err := op(i); err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
-	}
-	wg.Wait()
-	if p := firstErr.Load(); p != nil {
-		return 0, nil, *p
-	}
-	return time.Since(start), lat, nil
+	return load.Run(n, concurrency, op)
 }
 
 // runPaced starts n calls of op at rate per second, each in its own
@@ -90,14 +64,7 @@ func runPaced(n int, rate float64, op func(i int) error) ([]time.Duration, error
 }
 
 // pct is the p-quantile (0..1) of lat.
-func pct(lat []time.Duration, p float64) time.Duration {
-	if len(lat) == 0 {
-		return 0
-	}
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(float64(len(s))*p))]
-}
+func pct(lat []time.Duration, p float64) time.Duration { return load.Percentile(lat, p) }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 

@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -12,38 +10,18 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/internal/testenv/wireschema"
 	"github.com/posedge/posedge/sync/wire"
 )
-
-// wireSchema compiles docs/wire/<name>.schema.json, formats asserted.
-func wireSchema(t *testing.T, name string) *jsonschema.Schema {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	sch, err := c.Compile(filepath.Join("..", "docs", "wire", name+".schema.json"))
-	if err != nil {
-		t.Fatalf("compile the %s schema: %v", name, err)
-	}
-	return sch
-}
-
-func validateBody(sch *jsonschema.Schema, body []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	return sch.Validate(v)
-}
 
 // The transaction and manifest messages a real store publishes — a sale
 // with receipt and cashier, a late sale from a batch, a refund, the day's
 // manifests — read back from HQ's stream, each valid against its schema
 // in docs/wire; and the schema refuses a real body made wrong.
 func TestWireMessagesMatchTheirSchemas(t *testing.T) {
-	txnSchema, manifestSchema := wireSchema(t, "transaction"), wireSchema(t, "manifest")
+	txnSchema, manifestSchema := wireschema.Compile(t, "transaction"), wireschema.Compile(t, "manifest")
 	s := startStore(t, testenv.StoreOptions{Terminals: 2})
 	s.PutItem("4006381333931", 350, 100)
 
@@ -136,7 +114,7 @@ func TestWireMessagesMatchTheirSchemas(t *testing.T) {
 	defer mu.Unlock()
 	kinds := map[string]int{}
 	for flow, body := range txns {
-		if err := validateBody(txnSchema, body); err != nil {
+		if err := wireschema.Validate(txnSchema, body); err != nil {
 			t.Errorf("transaction %s against docs/wire/transaction.schema.json: %v\n%s", flow, err, body)
 		}
 		var tx wire.Txn
@@ -147,7 +125,7 @@ func TestWireMessagesMatchTheirSchemas(t *testing.T) {
 		t.Errorf("kinds %v, want 2 sales and 1 refund", kinds)
 	}
 	for id, body := range manifests {
-		if err := validateBody(manifestSchema, body); err != nil {
+		if err := wireschema.Validate(manifestSchema, body); err != nil {
 			t.Errorf("manifest of %s against docs/wire/manifest.schema.json: %v\n%s", id, err, body)
 		}
 	}
@@ -177,7 +155,7 @@ func TestWireMessagesMatchTheirSchemas(t *testing.T) {
 		}
 		spoil(m)
 		b, _ := json.Marshal(m)
-		if err := validateBody(txnSchema, b); err == nil {
+		if err := wireschema.Validate(txnSchema, b); err == nil {
 			t.Errorf("%s: the transaction schema accepted %s", name, b)
 		}
 	}

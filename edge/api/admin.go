@@ -11,6 +11,7 @@ import (
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/internal/businessday"
+	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/internal/httpguard"
 )
 
@@ -124,7 +125,7 @@ func (a *adminAPI) putItem(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_amount", "price_cents and stock are required")
 		return
 	}
-	price, ok := intField(*in.PriceCents, 0, ledger.MaxCents)
+	price, ok := intField(*in.PriceCents, 0, cents.MaxItemPrice)
 	if !ok {
 		writeError(w, http.StatusBadRequest, "invalid_amount", "price_cents must be a whole, non-negative number of cents")
 		return

@@ -5,8 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
-	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,44 +12,21 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/testenv/load"
 	"github.com/posedge/posedge/lua"
 )
 
 const benchConcurrency = 32
 
-// runConcurrent runs n calls of op over benchConcurrency goroutines and
-// returns the elapsed time and each call's latency.
+// runConcurrent runs n calls of op over benchConcurrency goroutines
+// (internal/testenv/load) and returns the elapsed time and each call's
+// latency.
 func runConcurrent(b *testing.B, n int, op func(i int) error) (time.Duration, []time.Duration) {
-	var next atomic.Int64
-	lat := make([]time.Duration, n)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := 0; g < benchConcurrency; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				if err := op(i); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
+	d, lat, err := load.Run(n, benchConcurrency, op)
+	if err != nil {
+		b.Fatal(err)
 	}
-	wg.Wait()
-	return time.Since(start), lat
-}
-
-func pct(lat []time.Duration, p float64) time.Duration {
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(float64(len(s))*p))]
+	return d, lat
 }
 
 func looseLimits() *ratelimit.Config {
@@ -96,8 +71,8 @@ func BenchmarkItemLookupVsRawLimiter(b *testing.B) {
 	b.ReportMetric(float64(b.N)/rawDur.Seconds(), "raw-ops/s")
 	b.ReportMetric(float64(b.N)/dur.Seconds(), "lookup-ops/s")
 	b.ReportMetric(rawDur.Seconds()/dur.Seconds(), "lookup/raw")
-	b.ReportMetric(float64(pct(lat, 0.5).Microseconds()), "p50-µs")
-	b.ReportMetric(float64(pct(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.5).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.99).Microseconds()), "p99-µs")
 }
 
 // BenchmarkDurableSalesVsRawCommits compares durable sales per second
@@ -142,5 +117,5 @@ func BenchmarkDurableSalesVsRawCommits(b *testing.B) {
 	b.ReportMetric(float64(b.N)/rawDur.Seconds(), "raw-commits/s")
 	b.ReportMetric(float64(b.N)/dur.Seconds(), "sales/s")
 	b.ReportMetric(rawDur.Seconds()/dur.Seconds(), "sales/raw")
-	b.ReportMetric(float64(pct(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.99).Microseconds()), "p99-µs")
 }

@@ -1,45 +1,13 @@
 package api
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
-	"net"
 	"net/http"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/posedge/posedge/internal/jsonhttp"
+	"github.com/posedge/posedge/internal/testenv/rawhttp"
 )
-
-// rawGet sends the request line exactly as given (no client cleans or
-// escapes it) and reads the one answer, redirects not followed.
-func rawGet(t *testing.T, base, path, auth string) (*http.Response, []byte) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", strings.TrimPrefix(base, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	// The Host is the listener's own loopback address, as any local
-	// client sends it (the tokenless admin API refuses other hosts).
-	req := "GET " + path + " HTTP/1.1\r\nHost: " + strings.TrimPrefix(base, "http://") + "\r\nConnection: close\r\n"
-	if auth != "" {
-		req += "Authorization: Bearer " + auth + "\r\n"
-	}
-	if _, err := io.WriteString(c, req+"\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("GET %s: %v", path, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res, b
-}
 
 // No path gets a 3xx on either listener, authenticated or not: every
 // unclean path is 404 not_found with the contract's error body, before
@@ -63,7 +31,7 @@ func TestUncleanPathsAre404(t *testing.T) {
 	for _, l := range listeners {
 		for _, p := range unclean {
 			t.Run(l.name+" "+p, func(t *testing.T) {
-				res, body := rawGet(t, l.base, p, l.auth)
+				res, body := rawhttp.Get(t, l.base, p, "", l.auth)
 				var eb jsonhttp.ErrorBody
 				if res.StatusCode != http.StatusNotFound || json.Unmarshal(body, &eb) != nil || eb.Error.Code != "not_found" ||
 					res.Header.Get("Location") != "" {
@@ -73,10 +41,10 @@ func TestUncleanPathsAre404(t *testing.T) {
 		}
 	}
 	// The same handlers still answer clean paths.
-	if res, body := rawGet(t, e.term.URL, "/v1/items/X1", e.keys["T01"]); res.StatusCode != http.StatusOK {
+	if res, body := rawhttp.Get(t, e.term.URL, "/v1/items/X1", "", e.keys["T01"]); res.StatusCode != http.StatusOK {
 		t.Errorf("clean terminal path: %d %s", res.StatusCode, body)
 	}
-	if res, body := rawGet(t, e.adminSrv.URL, "/admin/v1/status", ""); res.StatusCode != http.StatusOK {
+	if res, body := rawhttp.Get(t, e.adminSrv.URL, "/admin/v1/status", "", ""); res.StatusCode != http.StatusOK {
 		t.Errorf("clean admin path: %d %s", res.StatusCode, body)
 	}
 }

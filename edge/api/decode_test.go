@@ -9,7 +9,7 @@ import (
 
 // decodeBounds are the bounds decoding tests check against: the default
 // max_sale_cents, a fixed clock.
-var decodeBounds = ledger.Bounds{MaxCents: 100_000_000_000, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+var decodeBounds = ledger.Bounds{MaxSaleCents: 100_000_000_000, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 
 // Decoding turns a body into the ledger's types and lets their Validate
 // choose the refusal; these are the cases where decoding and validation

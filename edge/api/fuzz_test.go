@@ -24,7 +24,7 @@ import (
 // fuzzMax is a small max_sale_cents so the fuzzer reaches its edges.
 const fuzzMax = 1_000_000
 
-var fuzzBounds = ledger.Bounds{MaxCents: fuzzMax, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+var fuzzBounds = ledger.Bounds{MaxSaleCents: fuzzMax, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 
 func checkSale(t *testing.T, s ledger.SaleRequest) {
 	t.Helper()

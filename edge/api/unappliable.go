@@ -20,7 +20,7 @@ func (a *adminAPI) unappliable(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rows == nil {
-		rows = []journal.QuarantinedRow{}
+		rows = []journal.UnappliableRow{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"transactions": rows})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/strictjson"
 )
@@ -386,7 +387,7 @@ func decodeEntry(value []byte) (entry, error) {
 	switch {
 	case v.Name == nil || *v.Name == "" || len(*v.Name) > MaxName:
 		return v, errors.New("name missing or too long")
-	case v.PriceCents == nil || *v.PriceCents < 0 || *v.PriceCents > ledger.MaxCents:
+	case v.PriceCents == nil || *v.PriceCents < 0 || *v.PriceCents > cents.MaxItemPrice:
 		return v, errors.New("price_cents missing or out of range")
 	case v.Active == nil:
 		return v, errors.New("active missing")

@@ -7,7 +7,7 @@ import (
 	"io"
 	"testing"
 
-	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/cents"
 )
 
 // FuzzDecodeEntry: a catalog value from HQ is accepted only when every
@@ -41,7 +41,7 @@ func FuzzDecodeEntry(f *testing.F) {
 		if plain.Name != *v.Name || plain.PriceCents != *v.PriceCents || plain.Active != *v.Active {
 			t.Fatalf("accepted %q as %q/%d/%v, a plain reader reads %+v", value, *v.Name, *v.PriceCents, *v.Active, plain)
 		}
-		if *v.Name == "" || len(*v.Name) > MaxName || *v.PriceCents < 0 || *v.PriceCents > ledger.MaxCents {
+		if *v.Name == "" || len(*v.Name) > MaxName || *v.PriceCents < 0 || *v.PriceCents > cents.MaxItemPrice {
 			t.Fatalf("accepted an unusable item %q", value)
 		}
 		again, err := json.Marshal(v)

@@ -17,11 +17,14 @@ import (
 
 	"github.com/goccy/go-yaml"
 
+	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/parseguard"
 	"github.com/posedge/posedge/internal/secret"
+	"github.com/posedge/posedge/sync/replay"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -88,7 +91,7 @@ type Config struct {
 		KeyFile  string `yaml:"key_file"`
 	} `yaml:"tls"`
 	// MaxSaleCents bounds every price, line (qty × price_cents) and total
-	// of one sale or refund (contract §2); 1..wire.MaxSaleCentsLimit.
+	// of one sale or refund (contract §2); 1..cents.MaxSaleCentsCeiling.
 	MaxSaleCents int64 `yaml:"max_sale_cents"`
 
 	Admin struct {
@@ -166,22 +169,23 @@ func Defaults() Config {
 	var c Config
 	c.Timezone = "UTC"
 	c.Listen = "0.0.0.0:8080"
-	c.MaxSaleCents = wire.DefaultMaxSaleCents
+	c.MaxSaleCents = cents.DefaultMaxSaleCents
 	c.Admin.Listen = "127.0.0.1:8081"
 	c.Redis.MasterName = "posedge"
 	c.Redis.Replicas = 2
 	c.Redis.Timeout = Dur(300 * time.Millisecond) // the one default of a Redis call's deadline: ledger and limiter get it from here
-	c.Redis.WaitTimeout = Dur(100 * time.Millisecond)
+	c.Redis.WaitTimeout = Dur(ledger.DefaultWaitTimeout)
 	c.Journal.Path = "/var/lib/posedge/journal.db"
 	c.Journal.WarnFreeBytes = 1 << 30
 	c.Journal.CritFreeBytes = 256 << 20
 	c.Journal.Retention = Dur(90 * 24 * time.Hour)
-	c.HQ.SubjectPrefix = "pos.txn"
-	c.HQ.BatchSize = 500
-	c.HQ.BatchBytes = 4 << 20
+	// The HQ defaults are their owners': the wire format's and the replayer's.
+	c.HQ.SubjectPrefix = wire.DefaultSubjectPrefix
+	c.HQ.BatchSize = replay.DefaultBatchSize
+	c.HQ.BatchBytes = replay.DefaultBatchBytes
 	c.HQ.BacklogCritAge = Dur(time.Hour)
-	c.HQ.AckTimeout = Dur(10 * time.Second)
-	c.HQ.CatalogBucket = "POS_CATALOG"
+	c.HQ.AckTimeout = Dur(replay.DefaultAckTimeout)
+	c.HQ.CatalogBucket = wire.DefaultCatalogBucket
 	c.HQ.CatalogStaleAfter = Dur(time.Hour)
 	// The limits' defaults are the limiter's (contract §2).
 	store, terminal, actions := ratelimit.DefaultPolicies()
@@ -352,8 +356,8 @@ func (c *Config) Validate() error {
 	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
 		add("tls", "cert_file and key_file go together: give both or neither")
 	}
-	if c.MaxSaleCents < 1 || c.MaxSaleCents > wire.MaxSaleCentsLimit {
-		add("max_sale_cents", "must be 1-%d (so that sums of lines never overflow), got %d", wire.MaxSaleCentsLimit, c.MaxSaleCents)
+	if c.MaxSaleCents < 1 || c.MaxSaleCents > cents.MaxSaleCentsCeiling {
+		add("max_sale_cents", "must be 1-%d (so that sums of lines never overflow), got %d", cents.MaxSaleCentsCeiling, c.MaxSaleCents)
 	}
 	if (c.Admin.TLS.CertFile == "") != (c.Admin.TLS.KeyFile == "") {
 		add("admin.tls", "cert_file and key_file go together: give both or neither")

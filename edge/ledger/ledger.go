@@ -18,9 +18,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/internal/businessday"
+	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
-	"github.com/posedge/posedge/sync/wire"
 )
 
 // Config of a ledger.
@@ -32,7 +32,7 @@ type Config struct {
 	MinReplicasAck int           // WAIT for this many replicas after money writes
 	WaitTimeout    time.Duration
 	IdemTTL        time.Duration // how long Redis keeps an idempotency record; ≥ 24h
-	MaxSaleCents   int64         // every price, line and total at most this; 0 = wire.DefaultMaxSaleCents
+	MaxSaleCents   int64         // every price, line and total at most this; 0 = cents.DefaultMaxSaleCents
 }
 
 // Ledger records sales and refunds.
@@ -117,10 +117,10 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 		return nil, fmt.Errorf("ledger: RedisTimeout must be set (config redis.timeout)")
 	}
 	if cfg.WaitTimeout <= 0 {
-		cfg.WaitTimeout = 100 * time.Millisecond // WAIT 0 would block for ever
+		cfg.WaitTimeout = DefaultWaitTimeout
 	}
 	if cfg.MaxSaleCents <= 0 {
-		cfg.MaxSaleCents = wire.DefaultMaxSaleCents
+		cfg.MaxSaleCents = cents.DefaultMaxSaleCents
 	}
 	if cfg.IdemTTL < 24*time.Hour {
 		cfg.IdemTTL = 48 * time.Hour
@@ -168,7 +168,7 @@ func seqOfFlow(flow string) int64 {
 
 // Bounds are what a request to this ledger is checked against now:
 // max_sale_cents and the daemon's clock.
-func (l *Ledger) Bounds() Bounds { return Bounds{MaxCents: l.cfg.MaxSaleCents, Now: l.now()} }
+func (l *Ledger) Bounds() Bounds { return Bounds{MaxSaleCents: l.cfg.MaxSaleCents, Now: l.now()} }
 
 // Degraded reports whether sales are currently journaled without Redis.
 func (l *Ledger) Degraded() bool { return l.redisDown.Load() }
@@ -290,7 +290,7 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 		// A request is bounded by today's max_sale_cents; a journaled
 		// transaction was checked when it was recorded, and a bound
 		// lowered since must not make it unappliable (the script's own
-		// bound, wire.MaxSaleCentsLimit, still holds).
+		// bound, cents.MaxSaleCentsCeiling, still holds).
 		argv = append(argv, l.cfg.MaxSaleCents)
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout+l.cfg.WaitTimeout)

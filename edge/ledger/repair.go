@@ -353,7 +353,7 @@ func (l *Ledger) hasUnapplied(ctx context.Context) bool {
 
 // Unappliable lists the journaled transactions set aside because Redis
 // refused to apply them (see setAside), with the reasons.
-func (l *Ledger) Unappliable(ctx context.Context) ([]journal.QuarantinedRow, error) {
+func (l *Ledger) Unappliable(ctx context.Context) ([]journal.UnappliableRow, error) {
 	rows, err := l.j.Unappliable(ctx)
 	if err != nil {
 		return nil, errJournal(err)

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/posedge/posedge/sync/wire"
+	"github.com/posedge/posedge/internal/cents"
 )
 
 // Limits of a request's content. Transport limits (body sizes) belong to
@@ -15,12 +15,10 @@ import (
 const (
 	MaxBatchSales = 100
 	MaxLines      = 200
-	// MaxCents bounds an item master price. The money of a sale or refund
-	// is bounded by max_sale_cents (Bounds.MaxCents), checked with
-	// overflow detection: MaxLines × MaxQty × MaxCents is 2×10^20, far
-	// above int64, so no bound here makes a product or a sum safe alone.
-	MaxCents = 1_000_000_000_000
-	MaxQty   = 1_000_000
+	// MaxQty bounds a line's qty. The money of a sale or refund is
+	// bounded by max_sale_cents (Bounds.MaxSaleCents) and checked by
+	// internal/cents; an item master price by cents.MaxItemPrice.
+	MaxQty = 1_000_000
 	// OccurredAtPast and OccurredAtFuture bound occurred_at around the
 	// daemon's clock: a till's offline sale is at most 30 days old, and
 	// a clock 5 minutes fast is a till's clock, not a sale from the future.
@@ -31,15 +29,15 @@ const (
 // Bounds are what a request is checked against besides its form: the
 // store's max_sale_cents and the daemon's clock (occurred_at's window).
 type Bounds struct {
-	MaxCents int64     // max_sale_cents; 0 = wire.DefaultMaxSaleCents
-	Now      time.Time // zero = time.Now()
+	MaxSaleCents int64     // the store's max_sale_cents; 0 = cents.DefaultMaxSaleCents
+	Now          time.Time // zero = time.Now()
 }
 
 func (b Bounds) max() int64 {
-	if b.MaxCents <= 0 {
-		return wire.DefaultMaxSaleCents
+	if b.MaxSaleCents <= 0 {
+		return cents.DefaultMaxSaleCents
 	}
-	return b.MaxCents
+	return b.MaxSaleCents
 }
 
 func (b Bounds) now() time.Time {
@@ -124,22 +122,16 @@ func (s SaleRequest) Validate(b Bounds) *Error {
 		if e := validLine(i, l.Barcode, l.Qty); e != nil {
 			return e
 		}
-		if l.PriceCents < 0 || l.PriceCents > max {
-			return Errorf(KindInvalid, "invalid_amount", "lines[%d].price_cents must be a whole number of cents from 0 to max_sale_cents (%d)", i, max)
+		// Each line's amounts right after its barcode and qty: the
+		// first broken rule in the order of the body's fields.
+		if _, f := cents.CheckLine(i, cents.Line{Qty: l.Qty, Price: l.PriceCents}, max); f != nil {
+			return amountError(f, s.TotalCents)
 		}
-		if v, ok := wire.MulCents(l.Qty, l.PriceCents); !ok || v > max {
-			return Errorf(KindInvalid, "invalid_amount", "lines[%d]: qty × price_cents is above max_sale_cents (%d)", i, max)
-		}
 	}
-	if s.TotalCents < 0 || s.TotalCents > max {
-		return errTotal(max)
-	}
-	sum, e := sumLines(s.Lines, max)
-	if e != nil {
-		return e
-	}
-	if sum != s.TotalCents {
-		return Errorf(KindInvalid, "total_mismatch", "total_cents %d is not the sum of qty×price_cents, %d", s.TotalCents, sum)
+	// The whole amount rule (the lines pass again; the total, the
+	// running sum and the total's match are what is left).
+	if f := cents.Check(amounts(s.Lines), s.TotalCents, max); f != nil {
+		return amountError(f, s.TotalCents)
 	}
 	if !tenders[s.Tender] {
 		return Errorf(KindInvalid, "invalid_tender", "tender must be cash, card, mobile or other")
@@ -162,20 +154,41 @@ func (s SaleRequest) Validate(b Bounds) *Error {
 	return nil
 }
 
+// amounts is the money of a sale's lines, as internal/cents checks it.
+func amounts(ls []Line) []cents.Line {
+	out := make([]cents.Line, len(ls))
+	for i, l := range ls {
+		out[i] = cents.Line{Qty: l.Qty, Price: l.PriceCents}
+	}
+	return out
+}
+
 // sumLines is the checked sum of a sale's lines: above max (or
 // overflowing, which cannot happen below it) is invalid_amount.
 func sumLines(ls []Line, max int64) (int64, *Error) {
-	var sum int64
-	for i, l := range ls {
-		v, ok := wire.MulCents(l.Qty, l.PriceCents)
-		if ok {
-			sum, ok = wire.AddCents(sum, v)
-		}
-		if !ok || sum > max {
-			return 0, Errorf(KindInvalid, "invalid_amount", "the lines up to lines[%d] sum above max_sale_cents (%d)", i, max)
-		}
+	sum, f := cents.Sum(amounts(ls), max)
+	if f != nil {
+		return 0, amountError(f, 0)
 	}
 	return sum, nil
+}
+
+// amountError words an amount fault as the contract's refusal (§3).
+func amountError(f *cents.Fault, total int64) *Error {
+	switch f.Rule {
+	case cents.TotalRange:
+		return errTotal(f.Max)
+	case cents.PriceRange:
+		return Errorf(KindInvalid, "invalid_amount", "lines[%d].price_cents must be a whole number of cents from 0 to max_sale_cents (%d)", f.Line, f.Max)
+	case cents.LineAbove:
+		return Errorf(KindInvalid, "invalid_amount", "lines[%d]: qty × price_cents is above max_sale_cents (%d)", f.Line, f.Max)
+	case cents.SumAbove:
+		return Errorf(KindInvalid, "invalid_amount", "the lines up to lines[%d] sum above max_sale_cents (%d)", f.Line, f.Max)
+	case cents.Mismatch:
+		return Errorf(KindInvalid, "total_mismatch", "total_cents %d is not the sum of qty×price_cents, %d", total, f.Sum)
+	}
+	// QtyPositive: validLine refused a qty below 1 before any amount.
+	return Errorf(KindInvalid, "invalid_qty", "lines[%d].qty must be a whole number from 1 to %d", f.Line, MaxQty)
 }
 
 func occurredAtWindow(at, now time.Time) *Error {

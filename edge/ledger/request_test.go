@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/cents"
 )
 
 func TestSaleValidate(t *testing.T) {
@@ -37,7 +38,7 @@ func TestSaleValidate(t *testing.T) {
 	const max = int64(100_000_000_000)
 	// Lines each within max_sale_cents whose sum is above it.
 	half := sale(max+1, line("A", 1, max/2+1), line("B", 1, max/2))
-	bounds := ledger.Bounds{MaxCents: max, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	bounds := ledger.Bounds{MaxSaleCents: max, Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	tests := []struct {
 		name string
 		s    ledger.SaleRequest
@@ -52,7 +53,7 @@ func TestSaleValidate(t *testing.T) {
 		{"zero qty", sale(0, line("A", 0, 100)), "invalid_qty"},
 		{"qty above the bound", sale(100, line("A", ledger.MaxQty+1, 1)), "invalid_qty"},
 		{"negative price", sale(-100, line("A", 1, -100)), "invalid_amount"},
-		{"price above the bound", sale(ledger.MaxCents+1, line("A", 1, ledger.MaxCents+1)), "invalid_amount"},
+		{"price above the bound", sale(cents.MaxItemPrice+1, line("A", 1, cents.MaxItemPrice+1)), "invalid_amount"},
 		{"negative total", sale(-1, line("A", 1, 0)), "invalid_amount"},
 		{"total mismatch", sale(100, line("A", 2, 100)), "total_mismatch"},
 		{"first broken rule wins", sale(5, line("A B", 0, -1)), "invalid_barcode"},
@@ -98,7 +99,7 @@ func TestRefundValidate(t *testing.T) {
 		{"total at max_sale_cents", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A", Qty: 1}}, TotalCents: 1000}, ""},
 	}
 	for _, tt := range tests {
-		e := tt.r.Validate(ledger.Bounds{MaxCents: 1000})
+		e := tt.r.Validate(ledger.Bounds{MaxSaleCents: 1000})
 		if (tt.code == "") != (e == nil) || (e != nil && e.Code != tt.code) {
 			t.Errorf("%s: got %v, want %q", tt.name, e, tt.code)
 		}

@@ -2,13 +2,13 @@ package ratelimit
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/internal/testenv/load"
 	"github.com/posedge/posedge/lua"
 	"github.com/redis/go-redis/v9"
 )
@@ -17,39 +17,15 @@ import (
 // the raw-script / Allow comparison.
 const benchConcurrency = 8
 
-// runOps runs n calls of op over benchConcurrency goroutines and returns
-// the elapsed time and every call's latency.
+// runOps runs n calls of op over benchConcurrency goroutines
+// (internal/testenv/load) and returns the elapsed time and every call's
+// latency.
 func runOps(b *testing.B, n int, op func(i int) error) (time.Duration, []time.Duration) {
-	var next atomic.Int64
-	lat := make([]time.Duration, n)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for g := 0; g < benchConcurrency; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				t0 := time.Now()
-				if err := op(i); err != nil {
-					b.Error(err)
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
+	d, lat, err := load.Run(n, benchConcurrency, op)
+	if err != nil {
+		b.Fatal(err)
 	}
-	wg.Wait()
-	return time.Since(start), lat
-}
-
-func percentile(lat []time.Duration, p float64) time.Duration {
-	s := slices.Clone(lat)
-	slices.Sort(s)
-	return s[min(len(s)-1, int(float64(len(s))*p))]
+	return d, lat
 }
 
 // BenchmarkAllowVsRawScript runs, at the same concurrency and on the same
@@ -114,8 +90,8 @@ func benchAllowVsRaw(b *testing.B, ctxTimeout bool) {
 	b.ReportMetric(float64(b.N)/rawDur.Seconds(), "raw-ops/s")
 	b.ReportMetric(float64(b.N)/allowDur.Seconds(), "allow-ops/s")
 	b.ReportMetric(rawDur.Seconds()/allowDur.Seconds(), "allow/raw")
-	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
-	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.99).Microseconds()), "p99-µs")
 }
 
 // BenchmarkDecisionAt1kPerSecond paces Allow at 1000 requests per second
@@ -144,8 +120,8 @@ func BenchmarkDecisionAt1kPerSecond(b *testing.B) {
 	}
 	wg.Wait()
 	b.StopTimer()
-	b.ReportMetric(float64(percentile(lat, 0.50).Microseconds()), "p50-µs")
-	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds()), "p99-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.50).Microseconds()), "p50-µs")
+	b.ReportMetric(float64(load.Percentile(lat, 0.99).Microseconds()), "p99-µs")
 }
 
 // BenchmarkRedisBytesPerTerminal fills one terminal's keys to the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/internal/testenv/fakeclock"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
@@ -46,7 +47,7 @@ func TestFallback(t *testing.T) {
 }
 
 func testFallback(t *testing.T, r *testenv.Redis, rdb *redis.Client, fault, recover func(*testenv.Redis)) {
-	clk := newFakeClock()
+	clk := fakeclock.New()
 	cfg := testConfig()
 	cfg.Actions[ActionPay] = Policy{4, 10 * time.Second}
 	cfg.Actions[ActionSync] = Policy{50, 90 * time.Second} // the longest window: the hold

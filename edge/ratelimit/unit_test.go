@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/posedge/posedge/internal/testenv/fakeclock"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -86,7 +88,7 @@ func TestFraction(t *testing.T) {
 
 // The local limiter mirrors the script: all levels or none, sliding.
 func TestLocalLimiter(t *testing.T) {
-	clk := newFakeClock()
+	clk := fakeclock.New()
 	ll := newLocalLimiter(time.Minute)
 	lv := func(payLimit int) []level {
 		return []level{

@@ -389,7 +389,8 @@ func (j *Journal) Quarantined(ctx context.Context) ([]QuarantinedRow, error) {
 	return out, rows.Err()
 }
 
-// QuarantinedRow is one row HQ refused.
+// QuarantinedRow is one row HQ refused (the quarantine table); a
+// transaction Redis cannot apply is an UnappliableRow.
 type QuarantinedRow struct {
 	FlowNo string    `json:"flow_no"`
 	Reason string    `json:"reason"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 )
 
 // The values of txns.applied. A transaction Redis refused to apply for a
@@ -46,22 +47,31 @@ func (j *Journal) SetUnappliable(ctx context.Context, flowNo, reason string) err
 	})
 }
 
+// UnappliableRow is one transaction Redis cannot apply (the unappliable
+// table): not a QuarantinedRow, which is one HQ refused; the two are set
+// aside for different reasons, shown and retried apart.
+type UnappliableRow struct {
+	FlowNo string    `json:"flow_no"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
+}
+
 // Unappliable lists the transactions set aside as unappliable, oldest first.
-func (j *Journal) Unappliable(ctx context.Context) ([]QuarantinedRow, error) {
+func (j *Journal) Unappliable(ctx context.Context) ([]UnappliableRow, error) {
 	rows, err := j.r.QueryContext(ctx, `SELECT flow_no, reason, at FROM unappliable ORDER BY at, flow_no`)
 	if err != nil {
 		return nil, fmt.Errorf("read unappliable transactions: %w", err)
 	}
 	defer rows.Close()
-	var out []QuarantinedRow
+	var out []UnappliableRow
 	for rows.Next() {
-		var q QuarantinedRow
+		var u UnappliableRow
 		var at string
-		if err := rows.Scan(&q.FlowNo, &q.Reason, &at); err != nil {
+		if err := rows.Scan(&u.FlowNo, &u.Reason, &at); err != nil {
 			return nil, err
 		}
-		q.At = parseTS(at)
-		out = append(out, q)
+		u.At = parseTS(at)
+		out = append(out, u)
 	}
 	return out, rows.Err()
 }

@@ -1,10 +1,8 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -13,36 +11,17 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/internal/testenv/wireschema"
 	"github.com/posedge/posedge/sync/wire"
 )
-
-// wireSchema compiles docs/wire/<name>.schema.json, formats asserted.
-func wireSchema(t *testing.T, name string) *jsonschema.Schema {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	sch, err := c.Compile(filepath.Join("..", "..", "docs", "wire", name+".schema.json"))
-	if err != nil {
-		t.Fatalf("compile the %s schema: %v", name, err)
-	}
-	return sch
-}
-
-func validateBody(sch *jsonschema.Schema, body []byte) error {
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	return sch.Validate(v)
-}
 
 // What a real replayer sends on a real NATS server from a real journal —
 // heartbeats with a backlog (HQ's stream missing, so nothing is acked)
 // and without, the "have" query of rows sent before without an ack, a
 // day's manifests — each valid against its schema in docs/wire.
 func TestStoreSideMessagesMatchTheirSchemas(t *testing.T) {
-	schemas := map[string]*jsonschema.Schema{"heartbeat": wireSchema(t, "heartbeat"),
-		"manifest": wireSchema(t, "manifest"), "have-request": wireSchema(t, "have-request")}
+	schemas := map[string]*jsonschema.Schema{"heartbeat": wireschema.Compile(t, "heartbeat"),
+		"manifest": wireschema.Compile(t, "manifest"), "have-request": wireschema.Compile(t, "have-request")}
 	srv := testenv.StartNATS(t)
 	nc, js := hqConn(t, srv.URL())
 	j := openJournal(t)
@@ -114,7 +93,7 @@ func TestStoreSideMessagesMatchTheirSchemas(t *testing.T) {
 	defer mu.Unlock()
 	for kind, list := range bodies {
 		for _, b := range list {
-			if err := validateBody(schemas[kind], b); err != nil {
+			if err := wireschema.Validate(schemas[kind], b); err != nil {
 				t.Errorf("%s against docs/wire/%s.schema.json: %v\n%s", kind, kind, err, b)
 			}
 		}
@@ -126,7 +105,7 @@ func TestStoreSideMessagesMatchTheirSchemas(t *testing.T) {
 	}
 	hb["backlog"] = "3"
 	b, _ := json.Marshal(hb)
-	if err := validateBody(schemas["heartbeat"], b); err == nil {
+	if err := wireschema.Validate(schemas["heartbeat"], b); err == nil {
 		t.Errorf("the heartbeat schema accepted %s", b)
 	}
 }

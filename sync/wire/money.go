@@ -2,46 +2,25 @@ package wire
 
 import (
 	"fmt"
-	"math"
-	"math/bits"
+
+	"github.com/posedge/posedge/internal/cents"
 )
 
-// Money bounds shared by posedge (config max_sale_cents) and posedge-hq.
+// Money bounds and arithmetic now live in internal/cents; these names
+// stay as thin aliases so that callers on other branches keep building.
+// New code uses internal/cents.
 const (
-	// DefaultMaxSaleCents is the default max_sale_cents: one billion in
-	// currency units, far above any real sale yet far below overflow.
-	DefaultMaxSaleCents int64 = 100_000_000_000
-	// MaxSaleCentsLimit is the largest max_sale_cents either daemon
-	// accepts (10^15, ten trillion currency units). Below it, any sum of
-	// up to 9,223 amounts fits int64 (200 lines × 10^15 = 2×10^17, far
-	// under 9.2×10^18), and every amount is below 2^53, so a till in
-	// JavaScript or a Lua script reading one as a double still gets the
-	// exact number.
-	MaxSaleCentsLimit int64 = 1_000_000_000_000_000
+	// DefaultMaxSaleCents is cents.DefaultMaxSaleCents.
+	DefaultMaxSaleCents = cents.DefaultMaxSaleCents
+	// MaxSaleCentsLimit is cents.MaxSaleCentsCeiling.
+	MaxSaleCentsLimit = cents.MaxSaleCentsCeiling
 )
 
-// MulCents is qty × price with overflow detection: ok is false when a
-// factor is negative or the product does not fit int64.
-func MulCents(qty, price int64) (int64, bool) {
-	if qty < 0 || price < 0 {
-		return 0, false
-	}
-	hi, lo := bits.Mul64(uint64(qty), uint64(price))
-	if hi != 0 || lo > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(lo), true
-}
+// MulCents is cents.Mul.
+func MulCents(qty, price int64) (int64, bool) { return cents.Mul(qty, price) }
 
-// AddCents is a + b with overflow detection (either sign).
-func AddCents(a, b int64) (int64, bool) {
-	s := a + b
-	// Overflow iff both operands have the same sign and the sum another.
-	if (a >= 0) == (b >= 0) && (s >= 0) != (a >= 0) {
-		return 0, false
-	}
-	return s, true
-}
+// AddCents is cents.Add.
+func AddCents(a, b int64) (int64, bool) { return cents.Add(a, b) }
 
 // Line is one line of a transaction body as HQ checks it.
 type Line struct {
@@ -50,32 +29,34 @@ type Line struct {
 	PriceCents int64  `json:"price_cents"`
 }
 
-// CheckAmounts checks the money of a transaction against maxCents: every
-// price, every line (qty × price) and the total at most maxCents, the
-// quantities positive, and the lines summing (without overflow) to the
-// total. The error says which; it wraps ErrInvalid.
+// CheckAmounts checks the money of a transaction against maxCents by the
+// one amount rule (cents.Check): every price, every line (qty × price)
+// and the total at most maxCents, the quantities positive, and the lines
+// summing (without overflow) to the total. The error says which; it
+// wraps ErrInvalid.
 func CheckAmounts(lines []Line, total, maxCents int64) error {
-	if total < 0 || total > maxCents {
-		return fmt.Errorf("%w: total_cents %d outside 0..max_sale_cents (%d)", ErrInvalid, total, maxCents)
-	}
-	var sum int64
+	amounts := make([]cents.Line, len(lines))
 	for i, l := range lines {
-		if l.Qty <= 0 {
-			return fmt.Errorf("%w: lines[%d].qty %d is not positive", ErrInvalid, i, l.Qty)
-		}
-		if l.PriceCents < 0 || l.PriceCents > maxCents {
-			return fmt.Errorf("%w: lines[%d].price_cents %d outside 0..max_sale_cents (%d)", ErrInvalid, i, l.PriceCents, maxCents)
-		}
-		v, ok := MulCents(l.Qty, l.PriceCents)
-		if !ok || v > maxCents {
-			return fmt.Errorf("%w: lines[%d] qty × price_cents (%d × %d) above max_sale_cents (%d)", ErrInvalid, i, l.Qty, l.PriceCents, maxCents)
-		}
-		if sum, ok = AddCents(sum, v); !ok || sum > maxCents {
-			return fmt.Errorf("%w: the lines up to lines[%d] sum above max_sale_cents (%d)", ErrInvalid, i, maxCents)
-		}
+		amounts[i] = cents.Line{Qty: l.Qty, Price: l.PriceCents}
 	}
-	if sum != total {
-		return fmt.Errorf("%w: total_cents %d is not the sum of the lines, %d", ErrInvalid, total, sum)
+	f := cents.Check(amounts, total, maxCents)
+	if f == nil {
+		return nil
 	}
-	return nil
+	switch f.Rule {
+	case cents.TotalRange:
+		return fmt.Errorf("%w: total_cents %d outside 0..max_sale_cents (%d)", ErrInvalid, total, maxCents)
+	case cents.QtyPositive:
+		return fmt.Errorf("%w: lines[%d].qty %d is not positive", ErrInvalid, f.Line, lines[f.Line].Qty)
+	case cents.PriceRange:
+		return fmt.Errorf("%w: lines[%d].price_cents %d outside 0..max_sale_cents (%d)", ErrInvalid, f.Line, lines[f.Line].PriceCents, maxCents)
+	case cents.LineAbove:
+		l := lines[f.Line]
+		return fmt.Errorf("%w: lines[%d] qty × price_cents (%d × %d) above max_sale_cents (%d)", ErrInvalid, f.Line, l.Qty, l.PriceCents, maxCents)
+	case cents.SumAbove:
+		return fmt.Errorf("%w: the lines up to lines[%d] sum above max_sale_cents (%d)", ErrInvalid, f.Line, maxCents)
+	case cents.Mismatch:
+		return fmt.Errorf("%w: total_cents %d is not the sum of the lines, %d", ErrInvalid, total, f.Sum)
+	}
+	return fmt.Errorf("%w: %v", ErrInvalid, f)
 }

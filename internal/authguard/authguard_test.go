@@ -1,35 +1,14 @@
-package httpguard
+package authguard
 
 import (
 	"strconv"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/internal/testenv/fakeclock"
 )
 
-// fakeClock is the injected clock of the AuthGuard.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{t: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
-func TestAuthGuard(t *testing.T) {
+func TestGuard(t *testing.T) {
 	type step struct {
 		advance    time.Duration
 		addr       string
@@ -79,8 +58,8 @@ func TestAuthGuard(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clk := newFakeClock()
-			g := NewAuthGuard(10, time.Minute, clk.Now)
+			clk := fakeclock.New()
+			g := New(10, time.Minute, clk.Now)
 			for i, s := range tt.steps {
 				clk.Advance(s.advance)
 				if s.addr == "" {
@@ -99,9 +78,9 @@ func TestAuthGuard(t *testing.T) {
 	}
 }
 
-func TestAuthGuardForgetsIdleAddresses(t *testing.T) {
-	clk := newFakeClock()
-	g := NewAuthGuard(10, time.Minute, clk.Now)
+func TestGuardForgetsIdleAddresses(t *testing.T) {
+	clk := fakeclock.New()
+	g := New(10, time.Minute, clk.Now)
 	for i := 0; i < 1000; i++ {
 		g.Fail("198.51.100." + strconv.Itoa(i))
 	}
