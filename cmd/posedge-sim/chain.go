@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/internal/chainsim"
-	"github.com/posedge/posedge/sync/replay"
 )
 
 // runChain is `posedge-sim chain`: a chain's stores, their journals
@@ -31,7 +30,7 @@ func runChain(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&o.Terminals, "terminals", 4, "tills per store")
 	fs.StringVar(&day, "day", "", "business day YYYY-MM-DD (default yesterday, UTC)")
 	fs.StringVar(&o.Dir, "dir", "", "keep the journals here (default: a temporary directory, removed at the end)")
-	fs.DurationVar(&o.Replay.StartJitter, "jitter", replay.DefaultStartJitter, "each store starts replaying after a random delay up to this")
+	fs.DurationVar(&o.Replay.StartJitter, "jitter", 2*time.Second, "each store starts replaying after a random delay up to this")
 	fs.DurationVar(&o.Replay.SyncEvery, "sync-every", 0, "per-store sync policy: store i sends at most one batch per this × (1 + i mod 3) (0: unthrottled)")
 	fs.IntVar(&o.Replay.BatchSize, "batch-size", 500, "rows per replay batch")
 	fs.DurationVar(&o.ProgressEvery, "progress-every", 5*time.Second, "print the chain's backlog this often")

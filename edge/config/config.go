@@ -17,15 +17,12 @@ import (
 
 	"github.com/goccy/go-yaml"
 
-	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/parseguard"
 	"github.com/posedge/posedge/internal/secret"
-	"github.com/posedge/posedge/sync/replay"
-	"github.com/posedge/posedge/sync/wire"
 )
 
 // ErrNoConfig means the config file does not exist, as opposed to a file
@@ -174,18 +171,17 @@ func Defaults() Config {
 	c.Redis.MasterName = "posedge"
 	c.Redis.Replicas = 2
 	c.Redis.Timeout = Dur(300 * time.Millisecond) // the one default of a Redis call's deadline: ledger and limiter get it from here
-	c.Redis.WaitTimeout = Dur(ledger.DefaultWaitTimeout)
+	c.Redis.WaitTimeout = Dur(100 * time.Millisecond)
 	c.Journal.Path = "/var/lib/posedge/journal.db"
 	c.Journal.WarnFreeBytes = 1 << 30
 	c.Journal.CritFreeBytes = 256 << 20
 	c.Journal.Retention = Dur(90 * 24 * time.Hour)
-	// The HQ defaults are their owners': the wire format's and the replayer's.
-	c.HQ.SubjectPrefix = wire.DefaultSubjectPrefix
-	c.HQ.BatchSize = replay.DefaultBatchSize
-	c.HQ.BatchBytes = replay.DefaultBatchBytes
+	c.HQ.SubjectPrefix = "pos.txn"
+	c.HQ.BatchSize = 500
+	c.HQ.BatchBytes = 4 << 20
 	c.HQ.BacklogCritAge = Dur(time.Hour)
-	c.HQ.AckTimeout = Dur(replay.DefaultAckTimeout)
-	c.HQ.CatalogBucket = wire.DefaultCatalogBucket
+	c.HQ.AckTimeout = Dur(10 * time.Second)
+	c.HQ.CatalogBucket = "POS_CATALOG"
 	c.HQ.CatalogStaleAfter = Dur(time.Hour)
 	// The limits' defaults are the limiter's (contract §2).
 	store, terminal, actions := ratelimit.DefaultPolicies()

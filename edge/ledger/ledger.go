@@ -117,7 +117,7 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 		return nil, fmt.Errorf("ledger: RedisTimeout must be set (config redis.timeout)")
 	}
 	if cfg.WaitTimeout <= 0 {
-		cfg.WaitTimeout = DefaultWaitTimeout
+		cfg.WaitTimeout = 100 * time.Millisecond // WAIT 0 would block for ever
 	}
 	if cfg.MaxSaleCents <= 0 {
 		cfg.MaxSaleCents = cents.DefaultMaxSaleCents

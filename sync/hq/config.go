@@ -33,7 +33,7 @@ const (
 	DefaultSilentAfter     = 5 * time.Minute
 	DefaultAckWait         = 30 * time.Second
 	DefaultStreamReplicas  = 1
-	DefaultCatalogBucket   = wire.DefaultCatalogBucket
+	DefaultCatalogBucket   = "POS_CATALOG"
 	maxBatchSize           = 10000
 )
 

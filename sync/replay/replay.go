@@ -36,7 +36,7 @@ const (
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultHaveTimeout    = 2 * time.Second
 	DefaultHeartbeatEvery = time.Minute
-	// DefaultStartJitter is the daemon's StartJitter (and posedge-sim's): stores
+	// DefaultStartJitter is what the daemon passes as StartJitter: stores
 	// restarted together (power cut, rollout) connect spread over it.
 	DefaultStartJitter = 2 * time.Second
 )

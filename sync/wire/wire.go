@@ -16,9 +16,6 @@ const (
 
 	DefaultSubjectPrefix = "pos.txn"
 	DefaultStream        = "POS_TXN"
-	// DefaultCatalogBucket is the JetStream key-value bucket of HQ's item
-	// master: posedge-hq writes it, every store watches it.
-	DefaultCatalogBucket = "POS_CATALOG"
 
 	// HaveSubjectPrefix is where posedge-hq answers "which of these flow
 	// numbers do you hold for my store?". It lies outside the stream's
