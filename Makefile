@@ -71,7 +71,7 @@ test-long: ## soaks: the 7-day WAN outage (350,000 sales), a 60 s black-holed WA
 	POSEDGE_LONG=1 POSEDGE_KILL_RUNS=100 go test -p 1 -count=1 -timeout 60m -run '^(TestHungHQIsNotOK|TestDaemonKillLoop)$$' -v ./e2e/
 
 test-tools: package $(REDOCLY_STAMP) ## outside checkers: promtool, systemd-analyze verify, lintian on the .deb, Redocly lint of openapi.yaml
-	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) POSEDGE_REDOCLY=$(REDOCLY) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge
+	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) POSEDGE_REDOCLY=$(REDOCLY) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge ./cmd/posedge-hq
 
 check: ## go vet (Linux and Windows), gofmt and CGO-free cross-builds into ./dist/
 	go vet ./...
