@@ -131,6 +131,14 @@ package: cross $(NFPM) ## .deb and .rpm (amd64, arm64), the Windows zip, and an 
 		PKG_CONFIG=configs/posedge.example.yaml PKG_CHANGELOG=dist/pkgdoc/changelog.Debian.gz \
 		$(NFPM) package --config packaging/nfpm/nfpm.yaml --packager $$fmt --target dist/; \
 	done; done
+	@set -e; mkdir -p dist/pkgdoc-hq; \
+	printf 'posedge-hq (%s-1) unstable; urgency=medium\n\n  * posedge-hq %s, built from git %s.\n\n -- posedge maintainers <posedge@example.com>  %s\n' \
+		'$(PKG_VERSION)' '$(PKG_VERSION)' '$(VERSION)' "$$(LC_ALL=C date -R)" | gzip -9n > dist/pkgdoc-hq/changelog.Debian.gz
+	@set -e; for arch in $(PKG_ARCHS); do for fmt in deb rpm; do \
+		PKG_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' PKG_BIN=dist/linux-$$arch/posedge-hq \
+		PKG_CONFIG=configs/posedge-hq.example.yaml PKG_CHANGELOG=dist/pkgdoc-hq/changelog.Debian.gz \
+		$(NFPM) package --config packaging/nfpm/posedge-hq/nfpm.yaml --packager $$fmt --target dist/; \
+	done; done
 	@set -e; stage=dist/windows-amd64-pkg/posedge; rm -rf dist/windows-amd64-pkg; mkdir -p $$stage; \
 	cp dist/windows-amd64/posedge.exe $$stage/; \
 	sed -e "s|^  path: \"/var/lib/posedge/journal.db\"|  path: 'C:\\\\ProgramData\\\\posedge\\\\journal.db'|" \

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -133,4 +134,132 @@ func TestToolPromtoolHQMetrics(t *testing.T) {
 		sort.Strings(names)
 		t.Logf("%s uses %s", filepath.Base(file), strings.Join(names, " "))
 	}
+}
+
+// systemd-analyze verify on the packaged unit with the binary and config
+// where it names them replaced by ones that exist (verify checks
+// ExecStart's binary): no word about the unit, and a misspelt key is
+// noticed (the check has teeth).
+func TestToolSystemdAnalyzeVerifyHQ(t *testing.T) {
+	sa := needTool(t, "systemd-analyze", "systemd")
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "posedge-hq")
+	data, err := os.ReadFile(hqBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(exe, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	unit := strings.ReplaceAll(mustRead(t, hqUnitFile), "/usr/bin/posedge-hq ", exe+" ")
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name, "posedge-hq.service")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if out, err := runTool(t, nil, sa, "verify", write("packaged", unit)); err != nil || strings.Contains(out, "posedge-hq.service") {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+	bad := write("bad", strings.Replace(unit, "RestartSec=", "RestartSecs=", 1))
+	if out, _ := runTool(t, nil, sa, "verify", bad); !strings.Contains(out, "RestartSecs") {
+		t.Errorf("systemd-analyze did not notice a bad key: %s", out)
+	}
+}
+
+// The packaged unit's sandbox scores at most 2.0 in `systemd-analyze
+// security --offline=yes`, like the store's; the same unit without its
+// sandbox is far above (the check can tell).
+func TestToolSystemdAnalyzeSecurityHQ(t *testing.T) {
+	sa := needTool(t, "systemd-analyze", "systemd")
+	dir := t.TempDir()
+	overall := regexp.MustCompile(`Overall exposure level for posedge-hq\.service: ([0-9.]+)`)
+	score := func(name, unit string) float64 {
+		t.Helper()
+		p := filepath.Join(dir, name, "posedge-hq.service")
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(unit), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _ := runTool(t, nil, sa, "security", "--offline=yes", "--no-pager", p)
+		m := overall.FindStringSubmatch(out)
+		if m == nil {
+			t.Fatalf("systemd-analyze security (%s): no overall level:\n%s", name, out)
+		}
+		f, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f > 2.0 && name != "bare" {
+			t.Logf("%s", out)
+		}
+		return f
+	}
+	unit := mustRead(t, hqUnitFile)
+	f := score("packaged", unit)
+	if f > 2.0 {
+		t.Errorf("packaged unit: exposure %.1f, want at most 2.0", f)
+	}
+	t.Logf("posedge-hq.service exposure %.1f", f)
+	var bare []string
+	inSandbox := false
+	for _, l := range strings.Split(unit, "\n") {
+		switch {
+		case strings.HasPrefix(l, "# Sandbox:"):
+			inSandbox = true
+		case inSandbox && strings.HasPrefix(l, "LimitNOFILE"):
+			inSandbox = false
+		}
+		if !inSandbox {
+			bare = append(bare, l)
+		}
+	}
+	if f := score("bare", strings.Join(bare, "\n")); f < 5 {
+		t.Errorf("the unit without its sandbox scores %.1f: the check cannot tell", f)
+	}
+}
+
+// lintian on the posedge-hq .deb files `make package` built: no errors.
+func TestToolLintianHQ(t *testing.T) {
+	lintian := needTool(t, "lintian", "lintian")
+	dist := os.Getenv("POSEDGE_DIST")
+	if dist == "" {
+		t.Skip("POSEDGE_DIST unset: make test-tools builds the packages and sets it")
+	}
+	debs, _ := filepath.Glob(filepath.Join(dist, "posedge-hq_"+os.Getenv("POSEDGE_PKG_VERSION")+"*.deb"))
+	if len(debs) < 2 {
+		t.Fatalf("want the amd64 and arm64 posedge-hq .deb in %s, found %v", dist, debs)
+	}
+	for _, deb := range debs {
+		out, err := runTool(t, nil, lintian, "--fail-on", "error", "--allow-root", deb)
+		if err != nil {
+			t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
+		} else {
+			t.Logf("lintian %s: no errors\n%s", filepath.Base(deb), out)
+		}
+	}
+}
+
+// The example config, as the package installs it, passes check-config
+// (the unit's ExecStartPre) once nats_url points somewhere.
+func TestToolPackagedConfigChecks(t *testing.T) {
+	code, out, errOut := runHQ(t, "check-config", "--config", hqConfigFile)
+	if code != 0 || !strings.Contains(out, "OK") {
+		t.Errorf("check-config of the packaged example: exit %d, %s%s", code, out, errOut)
+	}
+}
+
+func mustRead(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
