@@ -71,7 +71,7 @@ test-long: ## soaks: the 7-day WAN outage (350,000 sales), a 60 s black-holed WA
 	POSEDGE_LONG=1 POSEDGE_KILL_RUNS=100 go test -p 1 -count=1 -timeout 60m -run '^(TestHungHQIsNotOK|TestDaemonKillLoop)$$' -v ./e2e/
 
 test-tools: package $(REDOCLY_STAMP) ## outside checkers: promtool, systemd-analyze verify, lintian on the .deb, Redocly lint of openapi.yaml
-	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) POSEDGE_REDOCLY=$(REDOCLY) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge
+	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) POSEDGE_REDOCLY=$(REDOCLY) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge ./cmd/posedge-hq
 
 check: ## go vet (Linux and Windows), gofmt and CGO-free cross-builds into ./dist/
 	go vet ./...
@@ -130,6 +130,14 @@ package: cross $(NFPM) ## .deb and .rpm (amd64, arm64), the Windows zip, and an 
 		PKG_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' PKG_BIN=dist/linux-$$arch/posedge \
 		PKG_CONFIG=configs/posedge.example.yaml PKG_CHANGELOG=dist/pkgdoc/changelog.Debian.gz \
 		$(NFPM) package --config packaging/nfpm/nfpm.yaml --packager $$fmt --target dist/; \
+	done; done
+	@set -e; mkdir -p dist/pkgdoc-hq; \
+	printf 'posedge-hq (%s-1) unstable; urgency=medium\n\n  * posedge-hq %s, built from git %s.\n\n -- posedge maintainers <posedge@example.com>  %s\n' \
+		'$(PKG_VERSION)' '$(PKG_VERSION)' '$(VERSION)' "$$(LC_ALL=C date -R)" | gzip -9n > dist/pkgdoc-hq/changelog.Debian.gz
+	@set -e; for arch in $(PKG_ARCHS); do for fmt in deb rpm; do \
+		PKG_ARCH=$$arch PKG_VERSION='$(PKG_VERSION)' PKG_BIN=dist/linux-$$arch/posedge-hq \
+		PKG_CONFIG=configs/posedge-hq.example.yaml PKG_CHANGELOG=dist/pkgdoc-hq/changelog.Debian.gz \
+		$(NFPM) package --config packaging/nfpm/posedge-hq/nfpm.yaml --packager $$fmt --target dist/; \
 	done; done
 	@set -e; stage=dist/windows-amd64-pkg/posedge; rm -rf dist/windows-amd64-pkg; mkdir -p $$stage; \
 	cp dist/windows-amd64/posedge.exe $$stage/; \

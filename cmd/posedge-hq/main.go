@@ -3,6 +3,8 @@
 //
 //	posedge-hq run --config FILE
 //	posedge-hq catalog import --config FILE FILE.csv
+//	posedge-hq stores [--config FILE] [--json]
+//	posedge-hq check-config [--config FILE]
 //	posedge-hq version
 package main
 
@@ -18,6 +20,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/posedge/posedge/sync/hq"
 )
@@ -40,6 +43,8 @@ func (e *usageError) Error() string { return e.msg }
 const usage = `usage:
   posedge-hq run --config FILE [--log-format text|json] [--log-level debug|info|warn|error] [--cpuprofile FILE]
   posedge-hq catalog import [--config FILE] FILE.csv
+  posedge-hq stores [--config FILE] [--json] [--timeout 5s]   (exit 0 fleet OK, 1 a store silent/incomplete/conflicting, 3 posedge-hq not asked)
+  posedge-hq check-config [--config FILE]
   posedge-hq version
 `
 
@@ -56,6 +61,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = (&runCommand{stderr: stderr}).Run(ctx, args[1:])
 	case "catalog":
 		err = (&catalogCommand{stdout: stdout, stderr: stderr}).Run(ctx, args[1:])
+	case "stores":
+		err = (&storesCommand{stdout: stdout, now: time.Now}).Run(ctx, args[1:])
+	case "check-config":
+		err = (&checkConfigCommand{stdout: stdout}).Run(ctx, args[1:])
 	case "version":
 		if len(args) > 1 {
 			err = &usageError{"version takes no arguments"}
@@ -68,9 +77,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = &usageError{fmt.Sprintf("unknown command %q", args[0])}
 	}
 	var ue *usageError
+	var ee *exitError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &ee):
+		if ee.msg != "" {
+			fmt.Fprintf(stderr, "posedge-hq: %s\n", ee.msg)
+		}
+		return ee.code
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "posedge-hq: %v\n%s", err, usage)
 		return 2

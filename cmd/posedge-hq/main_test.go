@@ -52,6 +52,8 @@ func TestExitCodes(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("nats_url: \"nats://127.0.0.1:1\"\nduplicate_window: soon\nfoo: 1\n"), 0o644)
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte("nats_url: \"nats://127.0.0.1:1\"\ndatabase: \"sqlite://"+filepath.Join(dir, "hq.db")+"\"\n"), 0o644)
 	invalid := filepath.Join(dir, "invalid.yaml")
 	os.WriteFile(invalid, []byte("nats_url: \"nats://127.0.0.1:1\"\nduplicate_window: soon\nbatch_size: 0\n"), 0o644)
 	tests := []struct {
@@ -68,6 +70,12 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"run", "--config", invalid}, 1, "", "batch_size"},
 		{[]string{"run", "--config", filepath.Join(dir, "missing.yaml")}, 1, "", "config file not found"},
 		{[]string{"run", "--config", invalid, "--log-format", "xml"}, 2, "", "--log-format"},
+		{[]string{"check-config", "--config", invalid}, 1, "", "batch_size"},
+		{[]string{"check-config", "--config", filepath.Join(dir, "missing.yaml")}, 1, "", "config file not found"},
+		{[]string{"check-config", "--config", good}, 0, "OK (stream POS_TXN, sqlite database, admin 127.0.0.1:8090, silent after 5m0s)", ""},
+		{[]string{"check-config", "extra"}, 2, "", "unexpected argument"},
+		{[]string{"stores", "--config", invalid}, 3, "", "UNKNOWN: cannot read the config"},
+		{[]string{"stores", "--nope"}, 3, "", "flag provided but not defined"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -21,6 +21,7 @@ import (
 	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/strictjson"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // AllStores is the key prefix of the entries meant for every store.
@@ -174,6 +175,10 @@ func (w *Watcher) Run(ctx context.Context) error {
 func (w *Watcher) connect() (*nats.Conn, error) {
 	opts := []nats.Option{
 		nats.Name("posedge " + w.cfg.StoreID + " catalog"),
+		// The JetStream API's answers and the watch's deliveries come to
+		// _INBOX.<store>.…, as the replay's do: the per-store NATS user
+		// of docs/security.md may read that prefix only.
+		nats.CustomInboxPrefix(wire.InboxPrefix(w.cfg.StoreID)),
 		nats.Timeout(5 * time.Second),
 		nats.MaxReconnects(-1),
 		nats.RetryOnFailedConnect(true),

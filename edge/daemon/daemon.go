@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,7 +91,8 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
-		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg), Health: d.health}, j, d.limiter, log, d.reg)
+		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg), Health: d.health,
+		TestClockSkew: testClockSkew(log)}, j, d.limiter, log, d.reg)
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)
 	}
@@ -322,4 +324,25 @@ func (d *Daemon) pruneLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// TestClockSkewEnv names the test-only environment variable that shifts
+// the clock the heartbeat reports (a Go duration, "9s", "-1m"), so that
+// an end-to-end test can show HQ's clock offset estimate with a real
+// daemon. Never set it in production: HQ would report the store's clock
+// off.
+const TestClockSkewEnv = "POSEDGE_TEST_CLOCK_SKEW"
+
+func testClockSkew(log *slog.Logger) time.Duration {
+	v := os.Getenv(TestClockSkewEnv)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		log.Warn("ignored: not a duration", "env", TestClockSkewEnv, "value", v)
+		return 0
+	}
+	log.Warn("TEST ONLY: heartbeats report a shifted clock", "env", TestClockSkewEnv, "skew", d)
+	return d
 }

@@ -73,6 +73,14 @@ type StoreOptions struct {
 	// HQDatabase is posedge-hq's database URL (default SQLite in the
 	// store's directory, which HQRows reads).
 	HQDatabase string
+	// StoreID is the store's id (default a random S…).
+	StoreID string
+	// Env is added to the posedge process's environment (test-only
+	// knobs such as POSEDGE_TEST_CLOCK_SKEW).
+	Env []string
+	// chain, set by Chain.AddStore: the store uses the chain's NATS (as
+	// its own NATS user) and posedge-hq, and a single Redis node.
+	chain *Chain
 	// API checks every exchange of the Store's HTTP helpers against
 	// docs/openapi.yaml (default: loaded for this store; a test binary
 	// shares one from TestMain so its counts cover the run).
@@ -135,8 +143,16 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	}
 	s := &Store{t: t, Dir: t.TempDir(), StoreID: "S" + randHex(3), Keys: map[string]string{}, Bin: o.Bin,
 		client: &http.Client{Timeout: 15 * time.Second}, opts: o}
-	s.Redis = StartRedis(t, RedisOptions{})
-	s.NATS = StartNATS(t)
+	if o.StoreID != "" {
+		s.StoreID = o.StoreID
+	}
+	if c := o.chain; c != nil {
+		s.Redis = StartRedisSingle(t)
+		s.NATS, s.HQAdmin, s.HQDB, o.NoHQ = c.NATS, c.HQAdmin, c.HQDB, true
+	} else {
+		s.Redis = StartRedis(t, RedisOptions{})
+		s.NATS = StartNATS(t)
+	}
 	if o.NATSProxy {
 		s.NATSProxy = StartFaultProxy(t, fmt.Sprintf("127.0.0.1:%d", s.NATS.Port))
 	}
@@ -152,7 +168,7 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	for attempt := 0; ; attempt++ {
 		s.writeConfig(o)
 		s.Edge = &Proc{Name: "posedge", Args: []string{filepath.Join(s.Bin, "posedge"), "run", "--config", s.Config},
-			Log: filepath.Join(s.Dir, fmt.Sprintf("posedge%d.log", attempt))}
+			Log: filepath.Join(s.Dir, fmt.Sprintf("posedge%d.log", attempt)), Env: o.Env}
 		if s.startEdge() || attempt == 2 {
 			break
 		}
@@ -217,11 +233,17 @@ func (s *Store) writeConfig(o StoreOptions) {
 	for _, a := range s.Redis.SentinelAddrs() {
 		sents = append(sents, fmt.Sprintf("%q", a))
 	}
-	redisCfg := fmt.Sprintf("sentinels: [%s], master_name: %q", strings.Join(sents, ", "), MasterName)
+	redisCfg := fmt.Sprintf("sentinels: [%s], master_name: %q, min_replicas_ack: 1", strings.Join(sents, ", "), MasterName)
 	if s.RedisProxy != nil {
-		redisCfg = fmt.Sprintf("addr: %q", s.RedisProxy.Addr())
+		redisCfg = fmt.Sprintf("addr: %q, min_replicas_ack: 1", s.RedisProxy.Addr())
+	}
+	if o.chain != nil {
+		redisCfg = fmt.Sprintf("addr: %q, replicas: 0, min_replicas_ack: 0", s.Redis.NodeAddr(0))
 	}
 	natsURL := s.NATS.URL()
+	if o.chain != nil {
+		natsURL = o.chain.storeURL(s.StoreID)
+	}
 	if s.NATSProxy != nil {
 		natsURL = "nats://" + s.NATSProxy.Addr()
 	}
@@ -234,7 +256,7 @@ func (s *Store) writeConfig(o StoreOptions) {
 timezone: %q
 listen: "127.0.0.1:%d"
 admin: {listen: "127.0.0.1:%d"}
-redis: {%s, min_replicas_ack: 1}
+redis: {%s}
 journal: {path: %q}
 hq: {nats_url: %q, batch_size: %d, subject_prefix: %q}
 log: {level: "debug"}

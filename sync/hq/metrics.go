@@ -136,12 +136,29 @@ var (
 		"Transactions stored for the store.", []string{"store_id"}, nil)
 	seenDesc = prometheus.NewDesc("posedge_hq_store_last_seen_seconds",
 		"Seconds since any message of the store was stored.", []string{"store_id"}, nil)
+
+	// The fleet view (contract §7) as gauges, one series per store.
+	hbAgeDesc = prometheus.NewDesc("posedge_hq_store_heartbeat_age_seconds",
+		"Seconds since the store's last heartbeat was received; absent for a store that never sent one.", []string{"store_id"}, nil)
+	backlogDesc = prometheus.NewDesc("posedge_hq_store_backlog",
+		"Transactions the store had not yet sent, as of its last heartbeat.", []string{"store_id"}, nil)
+	oldestDesc = prometheus.NewDesc("posedge_hq_store_oldest_unsent_age_seconds",
+		"Age of the store's oldest unsent transaction, as of its last heartbeat (0: none unsent).", []string{"store_id"}, nil)
+	offsetDesc = prometheus.NewDesc("posedge_hq_store_clock_offset_seconds",
+		"The store's clock minus HQ's, estimated from its last heartbeat (good to about a second); absent without a heartbeat.", []string{"store_id"}, nil)
+	storeConflictsDesc = prometheus.NewDesc("posedge_hq_store_conflicts",
+		"Transactions of the store kept in the conflicts table (same flow number, another body).", []string{"store_id"}, nil)
+	storeQuarantinedDesc = prometheus.NewDesc("posedge_hq_store_quarantined",
+		"Transactions of the store kept in the quarantine table.", []string{"store_id"}, nil)
+	silentDesc = prometheus.NewDesc("posedge_hq_store_silent",
+		"1 when nothing came from the store for silent_after, else 0.", []string{"store_id"}, nil)
 )
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	ch <- lagDesc
-	ch <- countDesc
-	ch <- seenDesc
+	for _, d := range []*prometheus.Desc{lagDesc, countDesc, seenDesc, hbAgeDesc, backlogDesc, oldestDesc, offsetDesc,
+		storeConflictsDesc, storeQuarantinedDesc, silentDesc} {
+		ch <- d
+	}
 }
 
 func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -162,4 +179,38 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(seenDesc, prometheus.GaugeValue, now.Sub(w.LastSeenAt).Seconds(), w.StoreID)
 		}
 	}
+	fleet, err := c.store.Fleet(ctx, now)
+	if err != nil {
+		c.log.Warn("metrics: fleet figures unavailable", "err", err)
+		return
+	}
+	for _, e := range fleet {
+		collectFleetEntry(ch, e, now)
+	}
+}
+
+// collectFleetEntry sends one store's fleet gauges.
+func collectFleetEntry(ch chan<- prometheus.Metric, e StoreEntry, now time.Time) {
+	g := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, e.StoreID)
+	}
+	if e.HasHeartbeat {
+		g(hbAgeDesc, max(now.Sub(e.LastHeartbeatAt).Seconds(), 0))
+		g(offsetDesc, float64(e.ClockOffsetMS)/1000)
+	}
+	g(backlogDesc, float64(e.Backlog))
+	oldest := 0.0
+	if !e.OldestUnsentAt.IsZero() && e.Backlog > 0 {
+		oldest = max(now.Sub(e.OldestUnsentAt).Seconds(), 0)
+	}
+	g(oldestDesc, oldest)
+	// posedge_hq_store_incomplete_days comes from the consumer
+	// collector (consumermetrics.go).
+	g(storeConflictsDesc, float64(e.Conflicts))
+	g(storeQuarantinedDesc, float64(e.Quarantined))
+	silent := 0.0
+	if e.Silent {
+		silent = 1
+	}
+	g(silentDesc, silent)
 }
