@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -24,10 +25,20 @@ const (
 	Delay
 	// Reset closes every connection with a TCP RST, and new ones at once.
 	Reset
+	// DropAnswers is one-way: what the client sends reaches the server,
+	// every byte the server sends back is dropped (TCP stays up). The
+	// request is carried out and its answer lost: a Redis script that
+	// ran, a JetStream publish stored without its PubAck reaching the
+	// client. Dropping stops on a chunk boundary, so a stream healed
+	// afterwards may resume mid-reply: a test heals through Reset.
+	DropAnswers
+	// DelayAnswers is one-way: requests pass at once, every chunk of an
+	// answer waits the delay (a slow return path).
+	DelayAnswers
 )
 
 func (f Fault) String() string {
-	return [...]string{"pass", "black hole", "delay", "reset"}[f]
+	return [...]string{"pass", "black hole", "delay", "reset", "drop answers", "delay answers"}[f]
 }
 
 // FaultProxy is a TCP proxy on loopback between a client and a server
@@ -37,6 +48,10 @@ type FaultProxy struct {
 	t      testing.TB
 	ln     net.Listener
 	target string
+
+	// Bytes carried to the server and answer bytes dropped, while
+	// DropAnswers was in force: a test proves the window was hit.
+	sentWhileDropping, answersDropped atomic.Int64
 
 	mu    sync.Mutex
 	fault Fault
@@ -85,6 +100,14 @@ func (p *FaultProxy) now() (Fault, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.fault, p.delay
+}
+
+// AnswersLost reports, for the time DropAnswers was in force, how many
+// bytes of requests reached the server and how many bytes of answers
+// were dropped: both above zero means a request was carried out and its
+// answer lost.
+func (p *FaultProxy) AnswersLost() (sent, dropped int64) {
+	return p.sentWhileDropping.Load(), p.answersDropped.Load()
 }
 
 // Close stops the proxy and closes every connection.
@@ -164,8 +187,8 @@ func (p *FaultProxy) serve(client net.Conn) {
 	}
 	defer p.untrack(server)
 	done := make(chan struct{}, 2)
-	go func() { p.pump(server, client); done <- struct{}{} }()
-	go func() { p.pump(client, server); done <- struct{}{} }()
+	go func() { p.pump(server, client, false); done <- struct{}{} }()
+	go func() { p.pump(client, server, true); done <- struct{}{} }()
 	<-done
 	// One side ended: end both, as the peer of a proxy would see it.
 	_ = client.Close()
@@ -174,13 +197,26 @@ func (p *FaultProxy) serve(client net.Conn) {
 }
 
 // pump copies src to dst chunk by chunk, applying the fault in force
-// when each chunk arrives.
-func (p *FaultProxy) pump(dst, src net.Conn) {
+// when each chunk arrives; answer is the server-to-client direction.
+func (p *FaultProxy) pump(dst, src net.Conn, answer bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			switch f, d := p.now(); f {
+			f, d := p.now()
+			switch {
+			case f == DropAnswers && answer:
+				p.answersDropped.Add(int64(n))
+				f = BlackHole
+			case f == DropAnswers:
+				p.sentWhileDropping.Add(int64(n))
+				f = Pass
+			case f == DelayAnswers && answer:
+				f = Delay
+			case f == DelayAnswers:
+				f = Pass
+			}
+			switch f {
 			case BlackHole:
 				// dropped
 			case Reset:

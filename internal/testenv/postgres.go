@@ -37,6 +37,20 @@ const pgBinDirs = "/usr/lib/postgresql/*/bin"
 // postgres user, which gets the temp dir.
 func StartPostgres(t testing.TB) *Postgres {
 	t.Helper()
+	return startPostgres(t, false)
+}
+
+// StartPostgresDurable starts a cluster as production runs one: fsync
+// and full_page_writes on (the defaults), so a commit HQ acknowledges
+// is on disk. The HQ fault tests use it; the others run with fsync off
+// to stay fast.
+func StartPostgresDurable(t testing.TB) *Postgres {
+	t.Helper()
+	return startPostgres(t, true)
+}
+
+func startPostgres(t testing.TB, durable bool) *Postgres {
+	t.Helper()
 	bin, err := postgresBin()
 	if err != nil {
 		t.Fatalf("PostgreSQL: %v", err)
@@ -58,12 +72,15 @@ func StartPostgres(t testing.TB) *Postgres {
 		"--no-locale", "--no-sync").CombinedOutput(); err != nil {
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
-	opts := strings.Join([]string{
-		"-p", strconv.Itoa(p.Port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
-		// A test cluster: durability is not what is tested here.
-		"-c", "fsync=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200", "-c", "shared_buffers=64MB",
-	}, " ")
+	// A test cluster: durability is not what is tested here, unless
+	// durable.
+	sync := []string{"-c", "fsync=off", "-c", "full_page_writes=off"}
+	if durable {
+		sync = []string{"-c", "fsync=on", "-c", "full_page_writes=on", "-c", "synchronous_commit=on"}
+	}
+	opts := strings.Join(append(append([]string{
+		"-p", strconv.Itoa(p.Port), "-k", dir, "-c", "listen_addresses=127.0.0.1"}, sync...),
+		"-c", "max_connections=200", "-c", "shared_buffers=64MB"), " ")
 	p.opts = opts
 	p.Start(t)
 	t.Cleanup(func() {

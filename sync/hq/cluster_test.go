@@ -58,27 +58,36 @@ func bins(t testing.TB) string {
 // chainHQ is HQ as a chain runs it: a 3-node JetStream cluster, posedge-hq
 // processes with stream_replicas 3, one PostgreSQL database.
 type chainHQ struct {
-	t      testing.TB
-	NATS   *testenv.NATSCluster
-	PG     *testenv.Postgres
-	DB     string
-	HQ     []*testenv.Proc
-	admins []string
-	batch  int      // posedge-hq's batch_size
-	cpuOut string   // when set, posedge-hq 0 writes a CPU profile here
-	store  hq.Store // the same database, read by the test
+	t        testing.TB
+	NATS     *testenv.NATSCluster
+	PG       *testenv.Postgres
+	DB       string
+	HQ       []*testenv.Proc
+	admins   []string
+	batch    int      // posedge-hq's batch_size
+	cpuOut   string   // when set, posedge-hq 0 writes a CPU profile here
+	replicas int      // posedge-hq's stream_replicas; 0 = 3
+	store    hq.Store // the same database, read by the test
 }
 
 func startChainHQ(t testing.TB, processes int) *chainHQ {
 	t.Helper()
-	return startChainHQWith(t, processes, hq.DefaultBatchSize, "")
+	// The fault tests: PostgreSQL syncs its commits as in production, so
+	// what posedge-hq acks after a commit is what a crash leaves.
+	return chainHQOn(t, processes, hq.DefaultBatchSize, "", testenv.StartPostgresDurable)
 }
 
-// startChainHQWith is startChainHQ with posedge-hq's batch_size.
+// startChainHQWith is startChainHQ with posedge-hq's batch_size, on a
+// PostgreSQL without fsync (the benchmarks measure HQ, not the disk).
 func startChainHQWith(t testing.TB, processes, batch int, cpuOut string) *chainHQ {
 	t.Helper()
+	return chainHQOn(t, processes, batch, cpuOut, testenv.StartPostgres)
+}
+
+func chainHQOn(t testing.TB, processes, batch int, cpuOut string, startPG func(testing.TB) *testenv.Postgres) *chainHQ {
+	t.Helper()
 	bin := bins(t)
-	c := &chainHQ{t: t, batch: batch, cpuOut: cpuOut, NATS: testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3), PG: testenv.StartPostgres(t)}
+	c := &chainHQ{t: t, batch: batch, cpuOut: cpuOut, NATS: testenv.StartNATSCluster(t, filepath.Join(bin, "nats-server"), 3), PG: startPG(t)}
 	c.DB = c.PG.NewDatabase(t)
 	for i := range processes {
 		c.HQ = append(c.HQ, c.newHQ(i, c.NATS.URL()))
@@ -100,8 +109,12 @@ func (c *chainHQ) newHQ(i int, natsURL string) *testenv.Proc {
 	admin := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(c.t))
 	c.admins = append(c.admins, admin)
 	conf := filepath.Join(dir, "hq.yaml")
-	body := fmt.Sprintf("nats_url: %q\nstream_replicas: 3\ndatabase: %q\nadmin: {listen: %q}\nack_wait: \"5s\"\nbatch_size: %d\n",
-		natsURL, c.DB, admin, c.batch)
+	replicas := c.replicas
+	if replicas == 0 {
+		replicas = 3
+	}
+	body := fmt.Sprintf("nats_url: %q\nstream_replicas: %d\ndatabase: %q\nadmin: {listen: %q}\nack_wait: \"5s\"\nbatch_size: %d\n",
+		natsURL, replicas, c.DB, admin, c.batch)
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		c.t.Fatal(err)
 	}
