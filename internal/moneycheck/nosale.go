@@ -15,29 +15,34 @@ type Span struct {
 }
 
 // Gap is a time no till was told a sale: between two consecutive 2xx
-// answers to sales (the first and last of the history bound it), with the
-// fault kinds whose spans, stretched by the recovery allowance, overlap
-// it ("none" when no fault does).
+// answers to sales (the first and last of the history bound it). Kinds
+// are the faults it is held against: those in force when it began
+// (stretched by the recovery allowance: a fault's effects outlast its
+// heal) or injected within its first second ("none" when there are none);
+// a fault injected later in a long gap did not start it. During lists
+// every kind in force at some time of it.
 type Gap struct {
 	From, To time.Time
 	Kinds    []string
+	During   []string
 }
 
 // Len is the gap's length.
 func (g Gap) Len() time.Duration { return g.To.Sub(g.From) }
 
 func (g Gap) String() string {
-	return fmt.Sprintf("%v (from %s, during %s)", g.Len().Round(time.Millisecond), g.From.Format("15:04:05.000"), strings.Join(g.Kinds, "+"))
+	return fmt.Sprintf("%v (from %s, begun under %s; during it %s)", g.Len().Round(time.Millisecond), g.From.Format("15:04:05.000"),
+		strings.Join(g.Kinds, "+"), strings.Join(g.During, "+"))
 }
 
 // NoSale is the no-sale window of a history: the longest time no till was
 // told a sale, overall and per fault kind, a gap counting for every kind
-// in force during it or within recovery before it began (a fault's
-// effects outlast its heal: a restart, a failover).
+// it is held against (Gap.Kinds).
 type NoSale struct {
 	Longest Gap
 	ByKind  map[string]Gap
-	Told    int // 2xx sales the gaps are measured between
+	Told    int   // 2xx sales the gaps are measured between
+	Long    []Gap // every gap over a second, in order
 }
 
 // NoSaleWindows measures the no-sale window of ops under the faults of
@@ -54,24 +59,38 @@ func NoSaleWindows(ops []Op, spans []Span, recovery time.Duration) NoSale {
 	ns := NoSale{ByKind: map[string]Gap{}, Told: len(at)}
 	for i := 1; i < len(at); i++ {
 		g := Gap{From: at[i-1], To: at[i]}
-		seen := map[string]bool{}
+		began := g.From.Add(time.Second)
+		if began.After(g.To) {
+			began = g.To
+		}
+		cause, during := map[string]bool{}, map[string]bool{}
 		for _, sp := range spans {
 			to := sp.To
 			if to.IsZero() {
 				to = at[len(at)-1]
 			}
-			if seen[sp.Kind] || sp.From.After(g.To) || to.Add(recovery).Before(g.From) {
+			if sp.From.After(g.To) || to.Add(recovery).Before(g.From) {
 				continue
 			}
-			seen[sp.Kind] = true
-			g.Kinds = append(g.Kinds, sp.Kind)
+			if !during[sp.Kind] {
+				during[sp.Kind] = true
+				g.During = append(g.During, sp.Kind)
+			}
+			if !sp.From.After(began) && !cause[sp.Kind] {
+				cause[sp.Kind] = true
+				g.Kinds = append(g.Kinds, sp.Kind)
+			}
 		}
 		sort.Strings(g.Kinds)
+		sort.Strings(g.During)
 		if len(g.Kinds) == 0 {
 			g.Kinds = []string{"none"}
 		}
 		if g.Len() > ns.Longest.Len() {
 			ns.Longest = g
+		}
+		if g.Len() > time.Second {
+			ns.Long = append(ns.Long, g)
 		}
 		for _, k := range g.Kinds {
 			if g.Len() > ns.ByKind[k].Len() {
