@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -83,13 +84,17 @@ func TestNemesis(t *testing.T) {
 	// The 3 s bound outside a daemon restart (issue 21) is printed, not
 	// asserted: start-up and failover waits are not yet bounded by it
 	// (docs/durability.md "No-sale window").
-	worst := time.Duration(0)
-	for _, k := range ns.Kinds() {
-		if k != "posedge-kill" && ns.ByKind[k].Len() > worst {
-			worst = ns.ByKind[k].Len()
+	outside := moneycheck.Gap{}
+	for _, g := range ns.Long {
+		if g.Len() > outside.Len() && !slices.Contains(g.Kinds, "posedge-kill") && !slices.Contains(g.Kinds, "posedge-dump") {
+			outside = g
 		}
 	}
-	t.Logf("no-sale window outside a daemon restart: %v (bound 3s: %v)", worst.Round(time.Millisecond), worst <= 3*time.Second)
+	if outside.Len() == 0 {
+		t.Logf("no-sale window outside a daemon restart: under 1s (bound 3s: true)")
+	} else {
+		t.Logf("no-sale window outside a daemon restart: %s (bound 3s: %v)", outside, outside.Len() <= 3*time.Second)
+	}
 
 	// Drain: everything told reaches HQ and every degraded transaction is
 	// applied, within a bound.
