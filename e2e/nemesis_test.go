@@ -113,6 +113,18 @@ func TestNemesis(t *testing.T) {
 			fmt.Sprintf("%d of %d told not at HQ, %d journaled not applied, mode %v", missing, len(want), unapplied, mode)
 	})
 	t.Logf("drained %v after the last heal", time.Since(healed).Round(100*time.Millisecond))
+	// The faults hit: every kind was injected, Redis faults put sales in
+	// degraded mode, and a daemon restart found degraded sales to apply.
+	for _, f := range n.faults {
+		if n.count[f.kind] == 0 {
+			t.Errorf("the nemesis never injected %s", f.kind)
+		}
+	}
+	if d := s.JournalRows("mode = 'degraded'"); d == 0 {
+		t.Error("no transaction was journaled in degraded mode: the Redis faults did not hit")
+	} else {
+		t.Logf("%d transactions journaled in degraded mode", d)
+	}
 	auditMix(t, s, told)
 	if rep := reconcileNow(t, s); num(rep["differences"]) != 0 {
 		t.Fatalf("reconciliation found differences after the nemesis: %v", rep)
@@ -227,6 +239,7 @@ type nemesis struct {
 	rng    *rand.Rand
 	dump   bool
 	faults []nemesisFault
+	deck   []int // indexes into faults still to deal this round
 	spans  []moneycheck.Span
 	count  map[string]int
 	slots  [2]nemesisSlot
@@ -268,17 +281,29 @@ func (n *nemesis) run(d time.Duration) {
 }
 
 // inject starts a fault of a kind whose resource the other slot does not
-// hold.
+// hold. Kinds are dealt from a shuffled deck, so every kind comes once
+// before any comes again: a run of two minutes injects each.
 func (n *nemesis) inject(sl, other *nemesisSlot) {
-	var can []*nemesisFault
-	for i := range n.faults {
-		f := &n.faults[i]
-		if other.fault == nil || other.fault.resource != f.resource {
-			can = append(can, f)
+	if len(n.deck) == 0 {
+		n.deck = n.rng.Perm(len(n.faults))
+	}
+	pick := -1
+	for j, i := range n.deck {
+		if f := &n.faults[i]; other.fault == nil || other.fault.resource != f.resource {
+			pick = j
+			break
 		}
 	}
-	f := can[n.rng.IntN(len(can))]
+	if pick < 0 { // the deck's last kinds all clash with the other slot
+		n.deck = append(n.deck, n.rng.Perm(len(n.faults))...)
+		sl.until = time.Now().Add(100 * time.Millisecond)
+		return
+	}
+	f := &n.faults[n.deck[pick]]
 	heal := f.inject(n)
+	if heal != nil {
+		n.deck = append(n.deck[:pick], n.deck[pick+1:]...)
+	}
 	if heal == nil {
 		sl.until = time.Now().Add(500 * time.Millisecond)
 		return
