@@ -37,7 +37,7 @@ WIN_VET_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestI
 WIN_VET_SRC_PKGS = $(shell GOOS=windows go list -e -f '{{.ImportPath}} {{join .TestImports " "}} {{join .XTestImports " "}}' ./... | grep internal/testenv | cut -d' ' -f1 | grep -v '/internal/testenv$$')
 
 .DEFAULT_GOAL := help
-.PHONY: help build test test-race clients fuzz-short test-long test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean pkgmap
+.PHONY: help build test test-race clients fuzz-short test-long test-nemesis test-tools check cross package docs demo bench bench-pkg bench-hq profile fuzz clean pkgmap
 
 help: ## list the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -66,9 +66,17 @@ FUZZSHORT ?= 3s
 fuzz-short: ## every fuzz target for FUZZSHORT each (3s; not yet in make test, docs/development.md)
 	FUZZTIME=$(FUZZSHORT) ./scripts/fuzz.sh
 
-test-long: ## soaks: the 7-day WAN outage (350,000 sales), a 60 s black-holed WAN, 100 daemon kills (~30 min; not in CI)
+test-long: ## soaks: the 7-day WAN outage (350,000 sales), a 60 s black-holed WAN, 100 daemon kills, the 30-minute nemesis (~75 min; not in CI)
 	POSEDGE_LONG=1 go test -count=1 -timeout 60m -run TestSevenDayOutageDrainsOnceWithinTheSyncPolicy -v ./sync/replay/
 	POSEDGE_LONG=1 POSEDGE_KILL_RUNS=100 go test -p 1 -count=1 -timeout 60m -run '^(TestHungHQIsNotOK|TestDaemonKillLoop)$$' -v ./e2e/
+	$(MAKE) test-nemesis
+
+# The nemesis (e2e TestNemesis, 2 minutes inside make test) for
+# NEMESIS_DURATION; POSEDGE_NEMESIS_SEED=<seed printed by a run> replays
+# its choices.
+NEMESIS_DURATION ?= 30m
+test-nemesis: ## the overlapping-fault nemesis for NEMESIS_DURATION (30m): money checked, no-sale window per fault kind printed
+	bash -o pipefail -c "POSEDGE_NEMESIS_DURATION=$(NEMESIS_DURATION) go test -p 1 -count=1 -timeout 90m -run '^TestNemesis$$' -v ./e2e/ | tee nemesis.log | grep -E 'nemesis|no-sale|moneycheck|^(---|ok|FAIL)'"
 
 test-tools: package $(REDOCLY_STAMP) ## outside checkers: promtool, systemd-analyze verify, lintian on the .deb, Redocly lint of openapi.yaml
 	POSEDGE_DIST=$(CURDIR)/dist POSEDGE_PKG_VERSION=$(PKG_VERSION) POSEDGE_REDOCLY=$(REDOCLY) go test -count=1 -timeout 10m -run '^TestTool' -v ./cmd/posedge ./cmd/posedge-hq

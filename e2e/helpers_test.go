@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,12 +90,38 @@ type mixTills struct {
 	count map[string]int // by how
 	wg    sync.WaitGroup
 	hist  moneycheck.History // every intent and answer, for the checker
+	opts  mixOptions
+	// lastSale is when a till was last told a sale (UnixNano).
+	lastSale atomic.Int64
+}
+
+// gaveUp reports whether a till has retried one request for too long.
+func (mt *mixTills) gaveUp(attempt int, since time.Time) bool {
+	if mt.opts.patience > 0 {
+		return time.Since(since) > mt.opts.patience
+	}
+	return attempt > 600
 }
 
 // runMix starts n tills on store s (terminal i%len), keys prefixed by
 // prefix, randomised from seed.
 func runMix(t *testing.T, ctx context.Context, s *testenv.Store, n int, prefix string, seed uint64) *mixTills {
-	mt := &mixTills{count: map[string]int{}}
+	return runMixWith(t, ctx, s, n, prefix, seed, mixOptions{})
+}
+
+// mixOptions pace the tills of a long test and set how long each waits
+// for an answer it can act on.
+type mixOptions struct {
+	// pause is the mean pause between a till's transactions (0: none).
+	pause time.Duration
+	// patience is how long a till retries one request before it fails
+	// the test (0: 600 attempts).
+	patience time.Duration
+}
+
+// runMixWith is runMix with options.
+func runMixWith(t *testing.T, ctx context.Context, s *testenv.Store, n int, prefix string, seed uint64, o mixOptions) *mixTills {
+	mt := &mixTills{count: map[string]int{}, opts: o}
 	ctx, stop := context.WithCancel(ctx)
 	t.Cleanup(func() { stop(); mt.wg.Wait() })
 	for i := 0; i < n; i++ {
@@ -107,6 +134,9 @@ func runMix(t *testing.T, ctx context.Context, s *testenv.Store, n int, prefix s
 			for seq := 0; ctx.Err() == nil; seq++ {
 				if !till.one(fmt.Sprintf("%s-%s-%d", prefix, term, seq)) {
 					return
+				}
+				if o.pause > 0 {
+					time.Sleep(time.Duration(rng.Int64N(2 * int64(o.pause))))
 				}
 			}
 		}()
@@ -170,6 +200,7 @@ func (m *mixTill) record(tx mixTxn) {
 	m.mt.mu.Unlock()
 	if tx.Kind == "sale" {
 		m.sales = append(m.sales, tx)
+		m.mt.lastSale.Store(time.Now().UnixNano())
 	}
 }
 
@@ -248,6 +279,9 @@ func intentOp(term, what, key string, b map[string]any) moneycheck.Op {
 	}
 	op.Tender, _ = b["tender"].(string)
 	op.TotalCents, _ = b["total_cents"].(int64)
+	if at, ok := b["occurred_at"].(string); ok {
+		op.OccurredAt, _ = time.Parse(time.RFC3339, at)
+	}
 	lines, _ := b["lines"].([]map[string]any)
 	for _, l := range lines {
 		ln := moneycheck.Line{}
@@ -266,6 +300,7 @@ func (m *mixTill) send(what, method, path, key string, body any, want int) (test
 	if key != "" {
 		hdr = map[string]string{"Idempotency-Key": key}
 	}
+	since := time.Now()
 	for attempt := 0; ; attempt++ {
 		r := m.s.T(m.term, method, path, body, hdr)
 		m.history(what, key, body, r)
@@ -283,8 +318,8 @@ func (m *mixTill) send(what, method, path, key string, body any, want int) (test
 			m.t.Errorf("%s %s key %s: %d %s", m.term, what, key, r.Status, r.Body)
 			return r, false
 		}
-		if attempt > 600 {
-			m.t.Errorf("%s %s key %s never answered: %d %s %v", m.term, what, key, r.Status, r.Body, r.Err)
+		if m.mt.gaveUp(attempt, since) {
+			m.t.Errorf("%s %s key %s never answered (%v): %d %s %v", m.term, what, key, time.Since(since).Round(time.Millisecond), r.Status, r.Body, r.Err)
 			return r, false
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -388,6 +423,7 @@ func (m *mixTill) batch(key string) bool {
 	// A sale of the batch refused for a passing reason (journal or Redis
 	// unavailable, in progress) is sent again with the whole batch, as a
 	// till would: those already taken answer as replays.
+	since := time.Now()
 	for attempt := 0; ; attempt++ {
 		r, ok := m.send("batch", "POST", "/v1/sales/batch", "", map[string]any{"sales": sales}, 200)
 		if !ok {
@@ -416,7 +452,7 @@ func (m *mixTill) batch(key string) bool {
 			}
 		}
 		if again {
-			if attempt > 600 {
+			if m.mt.gaveUp(attempt, since) {
 				m.t.Errorf("%s batch %s never fully taken: %s", m.term, key, r.Body)
 				return false
 			}
@@ -601,12 +637,21 @@ func checkHistory(t *testing.T, s *testenv.Store, told []mixTxn, day string) {
 	var daily struct {
 		Terminals map[string]moneycheck.Counters `json:"terminals"`
 		Tenders   map[string]moneycheck.Counters `json:"tenders"`
+		Totals    moneycheck.Counters            `json:"totals"`
 	}
 	r := s.Admin("GET", "/admin/v1/stats/daily?date="+day, nil)
 	if err := json.Unmarshal(r.Body, &daily); r.Status != 200 || err != nil {
 		t.Fatalf("daily stats: %d %s", r.Status, r.Body)
 	}
-	w.Terminals, w.Tenders = daily.Terminals, daily.Tenders
+	w.Terminals, w.Tenders, w.Totals = daily.Terminals, daily.Tenders, &daily.Totals
+	var hourly struct {
+		Hours map[string]moneycheck.Counters `json:"hours"`
+	}
+	r = s.Admin("GET", "/admin/v1/stats/hourly?date="+day, nil)
+	if err := json.Unmarshal(r.Body, &hourly); r.Status != 200 || err != nil {
+		t.Fatalf("hourly stats: %d %s", r.Status, r.Body)
+	}
+	w.Hours, w.Location = hourly.Hours, time.UTC
 	rep, err := moneycheck.Check(ops, w)
 	t.Log(rep)
 	if err != nil {

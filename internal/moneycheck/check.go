@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sort"
+	"time"
 )
 
 // Report says what was checked.
@@ -19,13 +20,14 @@ func (r Report) String() string {
 }
 
 type answer struct {
-	FlowNo     string `json:"flow_no"`
-	TerminalID string `json:"terminal_id"`
-	Kind       string `json:"kind"`
-	TotalCents int64  `json:"total_cents"`
-	Tender     string `json:"tender"`
-	Original   string `json:"original_flow_no"`
-	Lines      []Line `json:"lines"`
+	FlowNo     string    `json:"flow_no"`
+	TerminalID string    `json:"terminal_id"`
+	Kind       string    `json:"kind"`
+	TotalCents int64     `json:"total_cents"`
+	Tender     string    `json:"tender"`
+	Original   string    `json:"original_flow_no"`
+	Lines      []Line    `json:"lines"`
+	OccurredAt time.Time `json:"occurred_at"`
 }
 
 func isInProgress(body []byte) bool { return bytes.Contains(body, []byte("request_in_progress")) }
@@ -54,10 +56,18 @@ func mulAdd(sum, qty, price int64) (int64, bool) {
 func Check(ops []Op, w World) (Report, error) {
 	r := Report{Ops: len(ops)}
 	told := map[opKey]Op{}
+	refused := map[opKey]Op{}
 	var order []opKey
 	var indet []Op
 	for _, op := range ops {
 		k := opKey{op.Terminal, op.Key}
+		if op.Refused() {
+			if prev, ok := told[k]; ok {
+				return r, fmt.Errorf("retry of key %s on %s was refused after it was told:\n first %s\n then  %d %s", op.Key, op.Terminal, prev.Body, op.Status, op.Body)
+			}
+			refused[k] = op
+			continue
+		}
 		if op.Indeterminate() {
 			r.Indeterminate++
 			indet = append(indet, op)
@@ -125,6 +135,9 @@ func Check(ops []Op, w World) (Report, error) {
 		for k := range told {
 			used[k] = true // a told key cannot explain a second row
 		}
+		for k := range refused {
+			used[k] = true // nor can a key the daemon said it did not take
+		}
 		for _, f := range flows {
 			var a answer
 			if err := json.Unmarshal(w.HQ[f], &a); err != nil {
@@ -184,27 +197,27 @@ func Check(ops []Op, w World) (Report, error) {
 	}
 
 	// Counters and stock recomputed from the effects.
-	terms, tenders := map[string]Counters{}, map[string]Counters{}
+	terms, tenders, hours := map[string]Counters{}, map[string]Counters{}, map[string]Counters{}
+	var totals Counters
+	loc := w.Location
+	if loc == nil {
+		loc = time.UTC
+	}
 	stock := map[string]int64{}
 	for b, n := range w.InitialStock {
 		stock[b] = n
 	}
 	for _, e := range effects {
-		t, td := terms[e.ans.TerminalID], tenders[e.ans.Tender]
+		hour := e.ans.OccurredAt.In(loc).Format("15")
+		t, td, h := terms[e.ans.TerminalID], tenders[e.ans.Tender], hours[hour]
 		sign := int64(-1)
 		if e.ans.Kind == "refund" {
 			sign = 1
-			t.Refunds++
-			t.RefundCents += e.ans.TotalCents
-			td.Refunds++
-			td.RefundCents += e.ans.TotalCents
-		} else {
-			t.Sales++
-			t.SalesCents += e.ans.TotalCents
-			td.Sales++
-			td.SalesCents += e.ans.TotalCents
 		}
-		terms[e.ans.TerminalID], tenders[e.ans.Tender] = t, td
+		for _, c := range []*Counters{&t, &td, &h, &totals} {
+			c.add(e.ans.Kind, e.ans.TotalCents)
+		}
+		terms[e.ans.TerminalID], tenders[e.ans.Tender], hours[hour] = t, td, h
 		for _, l := range e.ans.Lines {
 			stock[l.Barcode] += sign * l.Qty
 		}
@@ -214,6 +227,12 @@ func Check(ops []Op, w World) (Report, error) {
 	}
 	if err := sameCounters("tender", tenders, w.Tenders); err != nil {
 		return r, err
+	}
+	if err := sameCounters("hour", hours, w.Hours); err != nil {
+		return r, err
+	}
+	if w.Totals != nil && *w.Totals != totals {
+		return r, fmt.Errorf("daily totals are %+v, the history says %+v", *w.Totals, totals)
 	}
 	if w.FinalStock != nil {
 		for b, want := range stock {
@@ -229,6 +248,16 @@ func Check(ops []Op, w World) (Report, error) {
 		}
 	}
 	return r, nil
+}
+
+func (c *Counters) add(kind string, cents int64) {
+	if kind == "refund" {
+		c.Refunds++
+		c.RefundCents += cents
+		return
+	}
+	c.Sales++
+	c.SalesCents += cents
 }
 
 func sameCounters(what string, want, got map[string]Counters) error {
@@ -278,6 +307,9 @@ func matches(op Op, a answer) error {
 	}
 	if op.Kind == "refund" && a.Original != op.Original {
 		return fmt.Errorf("original %q, intent %q", a.Original, op.Original)
+	}
+	if !op.OccurredAt.IsZero() && !a.OccurredAt.Equal(op.OccurredAt) {
+		return fmt.Errorf("occurred_at %s, intent %s", a.OccurredAt.Format(time.RFC3339Nano), op.OccurredAt.Format(time.RFC3339))
 	}
 	return nil
 }

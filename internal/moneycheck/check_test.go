@@ -4,15 +4,19 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 )
 
+// at is the occurred_at of every transaction of the test histories.
+var at = time.Date(2026, 12, 1, 14, 5, 0, 0, time.UTC)
+
 func saleBody(flow, term string, total int64, lines []Line) []byte {
-	b, _ := json.Marshal(map[string]any{"flow_no": flow, "store_id": "S001", "terminal_id": term, "kind": "sale", "total_cents": total, "tender": "cash", "lines": lines})
+	b, _ := json.Marshal(map[string]any{"flow_no": flow, "store_id": "S001", "terminal_id": term, "kind": "sale", "total_cents": total, "tender": "cash", "lines": lines, "occurred_at": at})
 	return b
 }
 
 func refundBody(flow, term, orig string, total int64, lines []Line) []byte {
-	b, _ := json.Marshal(map[string]any{"flow_no": flow, "store_id": "S001", "terminal_id": term, "kind": "refund", "total_cents": total, "tender": "cash", "original_flow_no": orig, "lines": lines})
+	b, _ := json.Marshal(map[string]any{"flow_no": flow, "store_id": "S001", "terminal_id": term, "kind": "refund", "total_cents": total, "tender": "cash", "original_flow_no": orig, "lines": lines, "occurred_at": at})
 	return b
 }
 
@@ -43,6 +47,8 @@ func good() ([]Op, World) {
 		HQ:           hq,
 		Terminals:    map[string]Counters{"T01": {Sales: 1, SalesCents: 700}, "T02": {Sales: 1, SalesCents: 700, Refunds: 1, RefundCents: 350}},
 		Tenders:      map[string]Counters{"cash": {Sales: 2, SalesCents: 1400, Refunds: 1, RefundCents: 350}},
+		Hours:        map[string]Counters{"14": {Sales: 2, SalesCents: 1400, Refunds: 1, RefundCents: 350}},
+		Totals:       &Counters{Sales: 2, SalesCents: 1400, Refunds: 1, RefundCents: 350},
 	}
 }
 
@@ -65,7 +71,7 @@ func TestIndeterminateMayOrMayNotHappen(t *testing.T) {
 		body := lost.Body
 		lost.Status, lost.Body = 0, nil
 		ops = append(ops, lost)
-		w.Terminals, w.Tenders, w.FinalStock = nil, nil, nil
+		w.Terminals, w.Tenders, w.Hours, w.Totals, w.FinalStock = nil, nil, nil, nil, nil
 		if atHQ {
 			w.HQ["9"] = body
 		}
@@ -95,7 +101,7 @@ func TestBrokenHistoriesFail(t *testing.T) {
 		{"differing HQ body", func(ops []Op, w *World) []Op { w.HQ["2"] = append([]byte(" "), w.HQ["2"]...); return ops }, "differs at HQ"},
 		{"extra HQ row", func(ops []Op, w *World) []Op { w.HQ["7"] = saleBody("7", "T09", 700, two); return ops }, "no till was told"},
 		{"refund above sale", func(ops []Op, w *World) []Op {
-			w.HQ, w.Terminals, w.Tenders, w.FinalStock = nil, nil, nil, nil
+			w.HQ, w.Terminals, w.Tenders, w.Hours, w.Totals, w.FinalStock = nil, nil, nil, nil, nil, nil
 			return append(ops, refund("T01", "r2", "4", "1", 2))
 		}, "exceed the sale"},
 		{"reused flow number", func(ops []Op, w *World) []Op { ops[2].Body = saleBody("1", "T02", 700, two); return ops }, "given to two"},
@@ -104,9 +110,42 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			lost := sale("T03", "k9", "9")
 			w.HQ["9"], w.HQ["10"] = lost.Body, saleBody("10", "T03", 700, two)
 			lost.Status, lost.Body = 504, nil
-			w.Terminals, w.Tenders, w.FinalStock = nil, nil, nil
+			w.Terminals, w.Tenders, w.Hours, w.Totals, w.FinalStock = nil, nil, nil, nil, nil
 			return append(ops, lost)
 		}, "no till was told"},
+		{"refused key explains an HQ row", func(ops []Op, w *World) []Op {
+			// A token sale timed out, then was answered token_invalid
+			// (nothing charged), yet HQ holds it: a doubled charge once
+			// the till sells again under its own key.
+			lost := sale("T03", "tok", "9")
+			w.HQ["9"] = lost.Body
+			lost.Status, lost.Body = 0, nil
+			refusedOp := lost
+			refusedOp.Status, refusedOp.Body = 400, []byte(`{"error":{"code":"token_invalid"}}`)
+			w.Terminals, w.Tenders, w.Hours, w.Totals, w.FinalStock = nil, nil, nil, nil, nil
+			return append(ops, lost, refusedOp)
+		}, "no till was told"},
+		{"told key refused on a retry", func(ops []Op, w *World) []Op {
+			again := ops[0]
+			again.Status, again.Body = 422, []byte(`{"error":{"code":"idempotency_key_reused"}}`)
+			return append(ops, again)
+		}, "refused after it was told"},
+		{"hourly counters off", func(ops []Op, w *World) []Op {
+			w.Hours["14"] = Counters{Sales: 3, SalesCents: 2100, Refunds: 1, RefundCents: 350}
+			return ops
+		}, "hour 14"},
+		{"counted in the wrong hour", func(ops []Op, w *World) []Op {
+			w.Hours["15"], w.Hours["14"] = w.Hours["14"], Counters{}
+			return ops
+		}, "hour 14"},
+		{"daily totals off", func(ops []Op, w *World) []Op {
+			w.Totals = &Counters{Sales: 2, SalesCents: 1400}
+			return ops
+		}, "daily totals"},
+		{"batch sale dated otherwise", func(ops []Op, w *World) []Op {
+			ops[2].OccurredAt = at.Add(-time.Hour)
+			return ops
+		}, "occurred_at"},
 		{"stock negative", func(ops []Op, w *World) []Op {
 			w.InitialStock["A"], w.FinalStock["A"] = 2, -1
 			return ops

@@ -23,6 +23,9 @@ type Op struct {
 	TotalCents int64
 	Tender     string // sales only
 	Original   string // refunds only: original_flow_no
+	// OccurredAt is the intent's occurred_at (batch uploads); zero when
+	// the till left it to the daemon's clock.
+	OccurredAt time.Time
 	// Status is the HTTP status; 0 means no answer (timeout, reset), which
 	// like any 5xx makes the op indeterminate.
 	Status int
@@ -33,6 +36,14 @@ type Op struct {
 // Indeterminate reports whether the op may or may not have taken effect.
 func (o Op) Indeterminate() bool {
 	return o.Status == 0 || o.Status >= 500 || o.Status == 409 && isInProgress(o.Body)
+}
+
+// Refused reports whether the answer says the op did not take effect and
+// will not: a 4xx other than "in progress" and "rate limited" (429,
+// passing). A key so answered cannot explain a row at HQ, and a key told
+// 2xx must never be so answered on a retry (it replays).
+func (o Op) Refused() bool {
+	return o.Status >= 400 && o.Status < 500 && o.Status != 429 && !o.Indeterminate()
 }
 
 // History collects ops from concurrent tills.
@@ -71,4 +82,11 @@ type World struct {
 	HQ           map[string][]byte   // flow_no → body, from HQ's DB
 	Terminals    map[string]Counters // daemon's stats
 	Tenders      map[string]Counters // daemon's stats
+	// Hours are the daemon's hourly stats of the day ("15" → counters),
+	// each transaction counted in the hour of its occurred_at in Location
+	// (UTC when nil).
+	Hours    map[string]Counters
+	Location *time.Location
+	// Totals is the daemon's daily totals row; nil is not checked.
+	Totals *Counters
 }
