@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
-		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg), Health: d.health}, j, d.limiter, log, d.reg)
+		ConfirmAfter: cfg.HQ.ConfirmAfter.D(), Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg), Health: d.health}, j, d.limiter, log, d.reg)
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)
 	}
@@ -257,6 +257,7 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 		}
 	}
 	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
+	hq.Unconfirmed, hq.OldestUnconfirmedAck = st.Unconfirmed, st.OldestUnconfirmedAck
 
 	if hq.LastSyncAt == nil {
 		hq.LastSyncAt = st.LastAckedAt
@@ -291,7 +292,7 @@ func Thresholds(c *config.Config) status.Thresholds {
 	}
 	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
 		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D(),
-		CatalogStaleAfter: c.HQ.CatalogStaleAfter.D()}
+		CatalogStaleAfter: c.HQ.CatalogStaleAfter.D(), UnconfirmedWarnAfter: status.UnconfirmedWarnFactor * c.HQ.ConfirmAfter.D()}
 }
 
 // journalPageSize is SQLite's default page size, which journal.max_bytes

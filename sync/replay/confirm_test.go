@@ -20,6 +20,7 @@ import (
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/replay"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // confirmWindow is the stream's duplicate window in these tests: a
@@ -41,10 +42,18 @@ type hqSide struct {
 
 func newHQSide(t *testing.T) *hqSide {
 	t.Helper()
-	h := &hqSide{t: t, nats: testenv.StartNATS(t),
+	n := testenv.StartNATS(t)
+	return newHQSideOn(t, n, n.URL())
+}
+
+// newHQSideOn is posedge-hq on a NATS server of the test's, connecting
+// with url (its own user).
+func newHQSideOn(t *testing.T, n *testenv.NATS, url string) *hqSide {
+	t.Helper()
+	h := &hqSide{t: t, nats: n,
 		log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))}
 	h.cfg = hq.DefaultConfig()
-	h.cfg.NATSURL = h.nats.URL()
+	h.cfg.NATSURL = url
 	h.cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
 	h.cfg.DuplicateWindow = confirmWindow
 	t.Cleanup(h.down)
@@ -83,7 +92,7 @@ func (h *hqSide) streamConfig() jetstream.StreamConfig {
 // js is the test's own JetStream client: the operator's, or the fault's.
 func (h *hqSide) js() jetstream.JetStream {
 	h.t.Helper()
-	nc, err := nats.Connect(h.nats.URL())
+	nc, err := nats.Connect(h.cfg.NATSURL)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -368,5 +377,64 @@ func TestJetStreamLosingAckedMessagesIsRepaired(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestForgedMessageIDDoesNotDropAnotherStoresSales: with a leaked
+// credential of store S001 (the per-store permissions of
+// docs/security.md), an attacker publishes on S001's own subject under
+// the Nats-Msg-Ids of DEMO01's next flow numbers. DEMO01's sales then
+// get PubAcks with duplicate: true — JetStream dropped them as the
+// forger's. A duplicate ack is never taken as delivery: HQ lacks them,
+// DEMO01 publishes them again (they get through once the duplicate
+// window has passed) and HQ stores each, body for body.
+func TestForgedMessageIDDoesNotDropAnotherStoresSales(t *testing.T) {
+	const victim, attacker = "DEMO01", "S001"
+	n := testenv.StartNATSWithConfig(t, fmt.Sprintf(`
+accounts {
+  POS {
+    jetstream: enabled
+    users [
+      {user: "hq", password: "pw-hq"}
+      %s
+      %s
+    ]
+  }
+}
+`, testenv.StorePermissions(victim), testenv.StorePermissions(attacker)))
+	url := func(user, pw string) string { return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", user, pw, n.Port) }
+	h := newHQSideOn(t, n, url("hq", "pw-hq"))
+	h.up()
+
+	// The attacker, first: DEMO01's next flow numbers under S001's subject.
+	anc, err := nats.Connect(url(strings.ToLower(attacker), "pw-"+attacker), nats.CustomInboxPrefix(wire.InboxPrefix(attacker)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anc.Close()
+	ajs, _ := jetstream.New(anc)
+	ctx := context.Background()
+	const sales = 5
+	at := time.Now().UTC().Add(-time.Hour)
+	for i := 1; i <= sales; i++ {
+		forged := outageSale(attacker, 900+i, 1, at)
+		m := nats.NewMsg(wire.TxnSubject(wire.DefaultSubjectPrefix, attacker))
+		m.Header.Set(wire.HeaderMsgID, wire.MsgID(victim, outageSale(victim, i, 2, at).FlowNo))
+		m.Header.Set(wire.HeaderSchema, wire.SchemaV1)
+		m.Data = forged.Body
+		if _, err := ajs.PublishMsg(ctx, m); err != nil {
+			t.Fatalf("forged publish: %v", err)
+		}
+	}
+
+	// The victim sells, with its own credential.
+	s := newStoreSide(t, victim, url(strings.ToLower(victim), "pw-"+victim), nil)
+	flows := s.sell(t, 1, sales)
+	testenv.WaitFor(t, time.Minute, "HQ to hold DEMO01's sales, confirmed", func() bool {
+		ok, _ := delivered(t, h, s, flows)
+		return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
+	})
+	if got := s.counter(t, "posedge_hq_resent_total"); got < sales {
+		t.Errorf("resent %v rows: the forged IDs did not shadow the sales (the test proves nothing)", got)
 	}
 }
