@@ -299,11 +299,12 @@ func Thresholds(c *config.Config) status.Thresholds {
 // is counted in.
 const journalPageSize = 4096
 
-// pruneLoop deletes, hourly, journal rows HQ acknowledged more than
-// journal.retention ago; rows HQ has not acknowledged are never deleted.
+// pruneLoop deletes, hourly, journal rows journaled more than
+// journal.retention ago that posedge-hq confirmed storing; rows HQ has
+// not confirmed (JetStream's ack is not enough) are never deleted.
 func (d *Daemon) pruneLoop(ctx context.Context) {
 	pruned := prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_journal_pruned_rows_total",
-		Help: "Journal rows deleted after journal.retention (acknowledged by HQ only)."})
+		Help: "Journal rows deleted after journal.retention (confirmed stored by posedge-hq only)."})
 	d.reg.MustRegister(pruned)
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -315,7 +316,7 @@ func (d *Daemon) pruneLoop(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			d.log.Warn("prune the journal", "err", err, "deleted", n)
 		case n > 0:
-			d.log.Info("pruned acknowledged journal rows past retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
+			d.log.Info("pruned delivered journal rows past retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
 		}
 		select {
 		case <-ctx.Done():
