@@ -167,3 +167,57 @@ func (j *Journal) DeliveryOf(ctx context.Context, flowNo string) (d Delivery, ok
 	d.DupAck = dup == 1
 	return d, true, nil
 }
+
+// ConfirmedSince lists, in journal order after afterRowID, up to limit
+// flow numbers of rows of business days from day on (YYYYMMDD) that HQ
+// confirmed storing: what the store asks HQ about again, in case HQ
+// lost them since (its database restored from an older backup).
+func (j *Journal) ConfirmedSince(ctx context.Context, day string, afterRowID int64, limit int) ([]string, int64, error) {
+	if !j.confirm {
+		return nil, afterRowID, nil
+	}
+	rows, err := j.r.QueryContext(ctx, `SELECT rowid, flow_no FROM txns
+		WHERE business_day >= ? AND rowid > ? AND state = 'acked' AND confirmed_at IS NOT NULL
+		ORDER BY rowid LIMIT ?`, day, afterRowID, limit)
+	if err != nil {
+		return nil, afterRowID, fmt.Errorf("read confirmed rows: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	last := afterRowID
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&last, &f); err != nil {
+			return nil, afterRowID, fmt.Errorf("read confirmed rows: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, last, rows.Err()
+}
+
+// MarkLost puts rows HQ had confirmed and no longer holds back in the
+// outbox: unconfirmed, pending, one more resend. It returns how many.
+func (j *Journal) MarkLost(ctx context.Context, flowNos ...string) (int, error) {
+	if len(flowNos) == 0 {
+		return 0, nil
+	}
+	list, err := json.Marshal(flowNos)
+	if err != nil {
+		return 0, fmt.Errorf("encode flow numbers: %w", err)
+	}
+	var n int64
+	err = j.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(`UPDATE txns SET state = 'pending', confirmed_at = NULL, confirm_due = NULL, resends = resends + 1,
+			last_error = 'HQ no longer holds it after confirming it: resent'
+			WHERE state = 'acked' AND confirmed_at IS NOT NULL AND `+inFlows, string(list))
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("put %d rows HQ lost back in the outbox: %w", len(flowNos), err)
+	}
+	return int(n), nil
+}

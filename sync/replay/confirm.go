@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -44,8 +45,17 @@ func (r *Replayer) confirmEvery() time.Duration {
 func (r *Replayer) confirmLoop(ctx context.Context) {
 	every := r.confirmEvery()
 	wait := every
+	lastAudit := time.Now()
 	for sleep(ctx, jitter(wait), nil) {
 		err := r.confirmRound(ctx)
+		if err == nil && (r.auditNow.Load() || time.Since(lastAudit) >= r.cfg.AuditEvery) {
+			r.auditNow.Store(false)
+			if err = r.audit(ctx); err == nil {
+				lastAudit = time.Now()
+			} else {
+				r.auditNow.Store(true) // again once HQ answers
+			}
+		}
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -168,4 +178,63 @@ func firstOf(m map[time.Duration][]string) string {
 		}
 	}
 	return ""
+}
+
+// audit asks HQ again about the rows of the last AuditDays business days
+// it had confirmed, and puts those it no longer holds back in the
+// outbox (its database restored from an older backup, rows deleted):
+// the day's completeness at HQ (manifest against stored rows) then
+// repairs itself while the journal still holds the rows. It returns an
+// error when HQ did not answer; the rows are asked about again later.
+func (r *Replayer) audit(ctx context.Context) error {
+	l := r.nc.Load()
+	if l == nil || !l.nc.IsConnected() {
+		return ErrNotConnected
+	}
+	from := businessday.Of(time.Now().AddDate(0, 0, -r.cfg.AuditDays), r.cfg.Location)
+	var after int64
+	lost := 0
+	for {
+		flows, last, err := r.j.ConfirmedSince(ctx, from, after, r.cfg.BatchSize)
+		if err != nil {
+			return err
+		}
+		if len(flows) == 0 {
+			break
+		}
+		have, err := r.have(ctx, l, flows)
+		if err != nil {
+			return err
+		}
+		held := make(map[string]bool, len(have))
+		for _, f := range have {
+			held[f] = true
+		}
+		var gone []string
+		for _, f := range flows {
+			if !held[f] {
+				gone = append(gone, f)
+			}
+		}
+		n, err := r.j.MarkLost(context.WithoutCancel(ctx), gone...)
+		if err != nil {
+			return err
+		}
+		lost += n
+		after = last
+		if len(flows) < r.cfg.BatchSize {
+			break
+		}
+	}
+	if lost > 0 {
+		r.m.resent.Add(float64(lost))
+		r.mu.Lock()
+		r.st.Resent += uint64(lost)
+		r.mu.Unlock()
+		r.log.Warn("HQ no longer holds transactions it had confirmed: publishing them again from the journal",
+			"rows", lost, "since_day", from)
+		r.refreshStats(ctx)
+		r.signal()
+	}
+	return nil
 }

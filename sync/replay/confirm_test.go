@@ -38,6 +38,7 @@ type hqSide struct {
 	cfg  hq.Config
 	log  *slog.Logger
 	stop func()
+	st   hq.Store // while up
 }
 
 func newHQSide(t *testing.T) *hqSide {
@@ -71,6 +72,7 @@ func (h *hqSide) up() {
 	recv := hq.NewReceiver(h.cfg, st, hq.NewMetrics(st, "test", h.log), h.log, "")
 	done := make(chan error, 1)
 	go func() { done <- recv.Run(ctx) }()
+	h.st = st
 	h.stop = func() { cancel(); <-done; st.Close() }
 	testenv.WaitFor(h.t, time.Minute, "posedge-hq ready", func() bool { return recv.Ready() == nil })
 }
@@ -436,5 +438,84 @@ accounts {
 	})
 	if got := s.counter(t, "posedge_hq_resent_total"); got < sales {
 		t.Errorf("resent %v rows: the forged IDs did not shadow the sales (the test proves nothing)", got)
+	}
+}
+
+// TestIncompleteDayRepairsItself: HQ's database is restored from a copy
+// taken earlier, so rows HQ had confirmed are gone and the day's
+// manifest shows it short (GET /v1/completeness). The store, asking HQ
+// again about the confirmed rows of its last days (after the manifest,
+// and every AuditEvery), resends what HQ lost; the day is complete again
+// without a person, body for body.
+func TestIncompleteDayRepairsItself(t *testing.T) {
+	ctx := context.Background()
+	h := newHQSide(t)
+	h.up()
+	s := newStoreSide(t, "SREST", h.nats.URL(), func(c *replay.Config) { c.AuditEvery = time.Hour })
+	confirmed := func(flows []string) func() bool {
+		return func() bool {
+			ok, _ := delivered(t, h, s, flows)
+			return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
+		}
+	}
+	first := s.sell(t, 1, 20)
+	testenv.WaitFor(t, time.Minute, "the first 20 sales confirmed", confirmed(first))
+
+	// The backup HQ will be restored from: the first 20 sales.
+	u, err := hq.ParseDatabaseURL(h.cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backup := filepath.Join(t.TempDir(), "hq-backup.db")
+	db, err := sql.Open("sqlite", "file:"+u.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`VACUUM INTO ?`, backup); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	all := append(first, s.sell(t, 21, 40)...)
+	testenv.WaitFor(t, time.Minute, "all 40 sales confirmed", confirmed(all))
+
+	// HQ's database is restored from the backup.
+	h.down()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		_ = os.Remove(u.Path + suffix)
+	}
+	b, err := os.ReadFile(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(u.Path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	h.up()
+	if got, _ := h.rows(s.id); len(got) != 20 {
+		t.Fatalf("HQ holds %d rows after the restore, want 20", len(got))
+	}
+	if st := s.stats(t); st.Unconfirmed != 0 || st.Backlog != 0 {
+		t.Fatalf("the store thinks nothing is missing yet: %+v", st)
+	}
+
+	// The day ends: its manifest goes to HQ, which finds the day short…
+	day := outageSale(s.id, 1, 2, time.Now().UTC().Add(-time.Hour)).BusinessDay
+	if err := s.r.PublishManifest(ctx, day); err != nil {
+		t.Fatal(err)
+	}
+	// …and, without a person, complete again.
+	start := time.Now()
+	testenv.WaitFor(t, time.Minute, "HQ to hold every sale again, the day complete", func() bool {
+		if !confirmed(all)() {
+			return false
+		}
+		rep, err := h.st.Completeness(ctx, time.Now())
+		return err == nil && len(rep.Incomplete) == 0 && storedManifests(t, h.cfg.Database, s.id) > 0
+	})
+	t.Logf("repaired %v after the manifest; resent %v rows", time.Since(start).Round(time.Millisecond),
+		s.counter(t, "posedge_hq_resent_total"))
+	if got := s.counter(t, "posedge_hq_resent_total"); got < 20 {
+		t.Errorf("resent %v rows, want the 20 HQ lost", got)
 	}
 }

@@ -146,6 +146,7 @@ func (r *Replayer) PublishManifest(ctx context.Context, day string) error {
 	r.mu.Lock()
 	delete(r.manifests, day)
 	r.mu.Unlock()
+	r.auditNow.Store(true)
 	r.log.Info("day manifest published", "day", day, "terminals", len(ms))
 	return nil
 }

@@ -78,6 +78,13 @@ type Config struct {
 	Pace time.Duration
 	// HeartbeatEvery is the heartbeat period; default 1m.
 	HeartbeatEvery time.Duration
+	// AuditEvery is how often the store asks HQ again about the rows of
+	// the last AuditDays business days it had confirmed, and resends
+	// those HQ no longer holds (its database restored from an older
+	// backup, rows deleted): incomplete days repair themselves. Also
+	// after each day's manifest. Defaults 1h and 7 days.
+	AuditEvery time.Duration
+	AuditDays  int
 	// ConfirmAfter is hq.confirm_after: rows JetStream acknowledged this
 	// long ago are asked about (the have query); those HQ lacks are
 	// published again from the journal. Default 30s.
@@ -131,6 +138,12 @@ func (c *Config) defaults() {
 	}
 	if c.ConfirmAfter <= 0 {
 		c.ConfirmAfter = DefaultConfirmAfter
+	}
+	if c.AuditEvery <= 0 {
+		c.AuditEvery = time.Hour
+	}
+	if c.AuditDays <= 0 {
+		c.AuditDays = 7
 	}
 	if c.Location == nil {
 		c.Location = time.Local
@@ -220,6 +233,7 @@ type Replayer struct {
 	startedAt time.Time
 	rate      rateWindow
 	manifests map[string]bool // days whose manifest could not be published yet
+	auditNow  atomic.Bool     // a manifest went out: ask HQ about the confirmed rows again
 	day       string          // business day seen at the last heartbeat
 }
 
