@@ -133,6 +133,11 @@ type Config struct {
 		BatchBytes     int      `yaml:"batch_bytes"`
 		BacklogCritAge Duration `yaml:"backlog_crit_age"`
 		AckTimeout     Duration `yaml:"ack_timeout"`
+		// ConfirmAfter: rows JetStream acknowledged this long ago are
+		// asked about (posedge-hq's have query) and published again when
+		// HQ lacks them; status warns when one stays unconfirmed for
+		// UnconfirmedWarnFactor × ConfirmAfter while HQ answers.
+		ConfirmAfter Duration `yaml:"confirm_after"`
 		// CatalogBucket is HQ's item master bucket (posedge-hq's
 		// catalog_bucket); CatalogStaleAfter is how long its watch may be
 		// down before status warns.
@@ -181,6 +186,7 @@ func Defaults() Config {
 	c.HQ.BatchBytes = 4 << 20
 	c.HQ.BacklogCritAge = Dur(time.Hour)
 	c.HQ.AckTimeout = Dur(10 * time.Second)
+	c.HQ.ConfirmAfter = Dur(30 * time.Second)
 	c.HQ.CatalogBucket = "POS_CATALOG"
 	c.HQ.CatalogStaleAfter = Dur(time.Hour)
 	// The limits' defaults are the limiter's (contract §2).
@@ -316,7 +322,7 @@ func (c *Config) Validate() error {
 	durations := map[string]Duration{
 		"redis.timeout": c.Redis.Timeout, "redis.wait_timeout": c.Redis.WaitTimeout,
 		"journal.retention": c.Journal.Retention, "hq.backlog_crit_age": c.HQ.BacklogCritAge,
-		"hq.ack_timeout": c.HQ.AckTimeout, "hq.catalog_stale_after": c.HQ.CatalogStaleAfter, "limits.store.window": c.Limits.Store.Window,
+		"hq.ack_timeout": c.HQ.AckTimeout, "hq.confirm_after": c.HQ.ConfirmAfter, "hq.catalog_stale_after": c.HQ.CatalogStaleAfter, "limits.store.window": c.Limits.Store.Window,
 		"limits.terminal.window": c.Limits.Terminal.Window,
 	}
 	for k, p := range c.Limits.Actions {
@@ -434,6 +440,13 @@ func (c *Config) Validate() error {
 	}
 	if c.HQ.AckTimeout.D() <= 0 {
 		add("hq.ack_timeout", "must be > 0")
+	}
+	// At least a second (a question per row, not per publish) and at
+	// most 2 minutes: the contract stores every sale at HQ within 3
+	// minutes of posedge-hq running, and a lost row is only found out
+	// confirm_after after its ack.
+	if d := c.HQ.ConfirmAfter.D(); d < time.Second || d > 2*time.Minute {
+		add("hq.confirm_after", "must be 1s-2m, got %s", d)
 	}
 	checkPolicy := func(key string, p Policy) {
 		if p.Limit < 1 || p.Limit > ratelimit.MaxLimit {

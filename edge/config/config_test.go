@@ -33,7 +33,7 @@ func TestParseMinimalGetsContractDefaults(t *testing.T) {
 	if c.MaxSaleCents != 100_000_000_000 {
 		t.Errorf("max_sale_cents default %d", c.MaxSaleCents)
 	}
-	if c.HQ.BacklogCritAge.D() != time.Hour || c.Journal.WarnFreeBytes != 1<<30 {
+	if c.HQ.BacklogCritAge.D() != time.Hour || c.Journal.WarnFreeBytes != 1<<30 || c.HQ.ConfirmAfter.D() != 30*time.Second {
 		t.Errorf("defaults not applied: %+v", c)
 	}
 }
@@ -66,6 +66,8 @@ func TestParseRejects(t *testing.T) {
 		{"admin not loopback", "admin: {listen: \"0.0.0.0:8081\"}\n", []string{"admin.token_file"}},
 		{"min ack", "redis: {sentinels: [\"127.0.0.1:1\"], replicas: 1, min_replicas_ack: 2}\n", []string{"redis.min_replicas_ack"}},
 		{"retention", "journal: {path: \"/x\", retention: \"1h\"}\n", []string{"journal.retention"}},
+		{"confirm_after too short", "hq: {nats_url: \"nats://x:1\", confirm_after: \"100ms\"}\n", []string{"hq.confirm_after: must be 1s-2m"}},
+		{"confirm_after too long", "hq: {nats_url: \"nats://x:1\", confirm_after: \"5m\"}\n", []string{"hq.confirm_after: must be 1s-2m"}},
 		{"max sale zero", "max_sale_cents: 0\n", []string{"max_sale_cents: must be 1-1000000000000000"}},
 		{"max sale negative", "max_sale_cents: -5\n", []string{"max_sale_cents: must be"}},
 		{"max sale above the bound", "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents: must be"}},

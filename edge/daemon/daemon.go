@@ -91,7 +91,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
-		Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg), Health: d.health,
+		ConfirmAfter: cfg.HQ.ConfirmAfter.D(), Version: version, Location: cfg.Location(), StartJitter: 2 * time.Second, Pace: syncPace(cfg), Health: d.health,
 		TestClockSkew: testClockSkew(log)}, j, d.limiter, log, d.reg)
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)
@@ -259,6 +259,7 @@ func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (s
 		}
 	}
 	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
+	hq.Unconfirmed, hq.OldestUnconfirmedAck = st.Unconfirmed, st.OldestUnconfirmedAck
 
 	if hq.LastSyncAt == nil {
 		hq.LastSyncAt = st.LastAckedAt
@@ -293,18 +294,19 @@ func Thresholds(c *config.Config) status.Thresholds {
 	}
 	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
 		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D(),
-		CatalogStaleAfter: c.HQ.CatalogStaleAfter.D()}
+		CatalogStaleAfter: c.HQ.CatalogStaleAfter.D(), UnconfirmedWarnAfter: status.UnconfirmedWarnFactor * c.HQ.ConfirmAfter.D()}
 }
 
 // journalPageSize is SQLite's default page size, which journal.max_bytes
 // is counted in.
 const journalPageSize = 4096
 
-// pruneLoop deletes, hourly, journal rows HQ acknowledged more than
-// journal.retention ago; rows HQ has not acknowledged are never deleted.
+// pruneLoop deletes, hourly, journal rows journaled more than
+// journal.retention ago that posedge-hq confirmed storing; rows HQ has
+// not confirmed (JetStream's ack is not enough) are never deleted.
 func (d *Daemon) pruneLoop(ctx context.Context) {
 	pruned := prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_journal_pruned_rows_total",
-		Help: "Journal rows deleted after journal.retention (acknowledged by HQ only)."})
+		Help: "Journal rows deleted after journal.retention (confirmed stored by posedge-hq only)."})
 	d.reg.MustRegister(pruned)
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
@@ -316,7 +318,7 @@ func (d *Daemon) pruneLoop(ctx context.Context) {
 		case err != nil && ctx.Err() == nil:
 			d.log.Warn("prune the journal", "err", err, "deleted", n)
 		case n > 0:
-			d.log.Info("pruned acknowledged journal rows past retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
+			d.log.Info("pruned delivered journal rows past retention", "deleted", n, "before", cutoff.UTC().Format(time.RFC3339))
 		}
 		select {
 		case <-ctx.Done():

@@ -22,7 +22,7 @@ func (d *Daemon) reportState() {
 	d.health.SetLimiter(d.limiter.FallbackActive(), d.limiter.FallbackHeldUntil(), int64(d.limiter.Denied()))
 	rs := d.replay.Status()
 	d.health.SetHQLink(health.HQLink{Connected: rs.Connected, LastSyncAt: rs.LastSyncAt, LastError: rs.LastError,
-		RatePerSec: rs.RatePerSec})
+		RatePerSec: rs.RatePerSec, HQAnsweredAt: rs.HQAnsweredAt})
 }
 
 // probe asks Redis, the Sentinels and the journal, and reports what they said.

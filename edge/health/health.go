@@ -42,6 +42,9 @@ type HQLink struct {
 	LastSyncAt *time.Time
 	LastError  string
 	RatePerSec float64
+	// HQAnsweredAt is the last time posedge-hq answered a have query
+	// (delivery confirmation); nil before the first.
+	HQAnsweredAt *time.Time
 }
 
 // Snapshot is a copy of everything reported, safe to keep.
@@ -173,7 +176,7 @@ func (s Snapshot) Facts(now time.Time) status.Facts {
 		f.Redis.Error = "not probed yet"
 	}
 	f.HQ = status.HQFacts{Connected: s.HQ.Connected, LastSyncAt: s.HQ.LastSyncAt, LastError: s.HQ.LastError,
-		RatePerSec: s.HQ.RatePerSec}
+		RatePerSec: s.HQ.RatePerSec, HQAnsweredAt: s.HQ.HQAnsweredAt}
 	if !s.LastAckAt.IsZero() {
 		at := s.LastAckAt
 		f.HQ.LastAckAt = &at

@@ -20,7 +20,7 @@ func TestDegradedNumberAfterPruneIsNew(t *testing.T) {
 	if err := e.j.MarkApplied(e.ctx, first.FlowNo); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.j.MarkAcked(e.ctx, first.FlowNo); err != nil {
+	if _, err := e.j.MarkConfirmed(e.ctx, first.FlowNo); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := e.j.Prune(e.ctx, time.Now().Add(time.Second)); err != nil || n != 1 {

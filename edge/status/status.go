@@ -112,6 +112,13 @@ type HQFacts struct {
 	// awaiting an ack went out, nil when none does.
 	LastAckAt        *time.Time
 	AwaitingAckSince *time.Time
+	// Unconfirmed counts rows JetStream acknowledged that posedge-hq has
+	// not confirmed storing; OldestUnconfirmedAck is the earliest ack
+	// among them; HQAnsweredAt the last time posedge-hq answered the
+	// store's have query (nil: never, or the daemon is down).
+	Unconfirmed          int64
+	OldestUnconfirmedAck *time.Time
+	HQAnsweredAt         *time.Time
 }
 
 // JournalFacts describe the journal file and its disk.
@@ -140,7 +147,17 @@ type Thresholds struct {
 	// CatalogStaleAfter is hq.catalog_stale_after: the catalog watch down
 	// longer than this is WARN.
 	CatalogStaleAfter time.Duration
+	// UnconfirmedWarnAfter is UnconfirmedWarnFactor × hq.confirm_after: a
+	// row JetStream acknowledged that long ago and still not confirmed
+	// by a posedge-hq that answers is WARN. 0 = never.
+	UnconfirmedWarnAfter time.Duration
 }
+
+// UnconfirmedWarnFactor times hq.confirm_after is how long a row may
+// stay unconfirmed while posedge-hq answers before status warns: ten
+// rounds of asking and resending (5 minutes at the default 30 s), past
+// the 3 minutes the contract allows and JetStream's duplicate window.
+const UnconfirmedWarnFactor = 10
 
 // StallAfter is how long a link to HQ that is up may go without any
 // publish acknowledged while a backlog waits before it counts as
@@ -196,6 +213,9 @@ type HQReport struct {
 	// StallAfter while a backlog waits; counted as unreachable.
 	Stalled   bool    `json:"stalled"`
 	LastAckAt *string `json:"last_ack_at,omitempty"`
+	// Unconfirmed: transactions JetStream acknowledged that posedge-hq
+	// has not confirmed storing yet (contract §5).
+	Unconfirmed int64 `json:"unconfirmed"`
 }
 
 // JournalReport is the report's journal object.
@@ -243,7 +263,7 @@ func Evaluate(f Facts, th Thresholds) Report {
 		LatencyMS: float64(f.Redis.Latency.Microseconds()) / 1000}
 	stalledFor := stall(f)
 	r.HQ = HQReport{Connected: f.HQ.Connected, Backlog: f.HQ.Backlog, BacklogBytes: f.HQ.BacklogBytes,
-		RatePerSec: f.HQ.RatePerSec, LastError: f.HQ.LastError, Stalled: stalledFor > 0}
+		RatePerSec: f.HQ.RatePerSec, LastError: f.HQ.LastError, Stalled: stalledFor > 0, Unconfirmed: f.HQ.Unconfirmed}
 	if f.HQ.LastSyncAt != nil {
 		s := f.HQ.LastSyncAt.UTC().Format(time.RFC3339)
 		r.HQ.LastSyncAt = &s
@@ -358,6 +378,8 @@ func Evaluate(f Facts, th Thresholds) Report {
 	case f.DaemonUp:
 		add("hq", OK, fmt.Sprintf("connected; backlog %d", f.HQ.Backlog), "")
 	}
+
+	confirmCheck(f, th, add)
 
 	switch {
 	case f.Journal.Damaged:
@@ -542,4 +564,29 @@ func ConfigErrorReport(path, err string) Report {
 	return Report{Status: Unknown, Mode: "unknown",
 		Checks: []Check{{Name: "config", Status: Unknown, Detail: err,
 			Hint: "fix the config, then check it: posedge check-config --config " + path}}}
+}
+
+// confirmCheck reports the rows JetStream acknowledged that posedge-hq
+// has not confirmed storing (contract §5): OK while they are few and
+// young (each waits hq.confirm_after before it is asked about), WARN
+// when one stays unconfirmed past th.UnconfirmedWarnAfter although
+// posedge-hq answers the store's questions — HQ says it lacks rows that
+// are resent to it, so something between JetStream and HQ's database
+// drops them. While posedge-hq does not answer, the hq check speaks.
+func confirmCheck(f Facts, th Thresholds, add func(name, level, detail, hint string)) {
+	if f.HQ.Unconfirmed == 0 {
+		return
+	}
+	var age time.Duration
+	if f.HQ.OldestUnconfirmedAck != nil {
+		age = f.Now.Sub(*f.HQ.OldestUnconfirmedAck)
+	}
+	answers := f.HQ.HQAnsweredAt != nil && f.Now.Sub(*f.HQ.HQAnsweredAt) < th.UnconfirmedWarnAfter
+	if th.UnconfirmedWarnAfter > 0 && age > th.UnconfirmedWarnAfter && answers {
+		add("hq_confirm", Warn, fmt.Sprintf("%d transactions acknowledged by JetStream not confirmed stored by posedge-hq, the oldest acknowledged %s ago; posedge-hq answers but lacks them",
+			f.HQ.Unconfirmed, human(age)),
+			"they are resent from the journal and never pruned meanwhile; check posedge-hq's log (database, quarantine, conflicts) and that its consumer reads the stream")
+		return
+	}
+	add("hq_confirm", OK, fmt.Sprintf("%d transactions awaiting posedge-hq's confirmation", f.HQ.Unconfirmed), "")
 }

@@ -29,7 +29,7 @@ func healthy() Facts {
 
 func thresholds() Thresholds {
 	return Thresholds{WarnFreeBytes: 1 << 30, CritFreeBytes: 256 << 20, QuotaBytes: 2 << 30, BacklogCritAge: time.Hour,
-		RedisTimeout: 300 * time.Millisecond, CatalogStaleAfter: time.Hour}
+		RedisTimeout: 300 * time.Millisecond, CatalogStaleAfter: time.Hour, UnconfirmedWarnAfter: 5 * time.Minute}
 }
 
 // Every rule of contract §1, one at a time on an otherwise healthy store:
@@ -54,6 +54,9 @@ func TestEveryContractRule(t *testing.T) {
 			f.Redis.OK, f.Redis.Error = false, "the node answering is a slave, not the master"
 		}, Crit, "redis", "degraded"},
 		{"degraded mode while redis answers again", func(f *Facts) { f.Degraded = true }, Crit, "mode", "degraded"},
+		{"rows unconfirmed past 10 × confirm_after while posedge-hq answers", func(f *Facts) {
+			f.HQ.Unconfirmed, f.HQ.OldestUnconfirmedAck, f.HQ.HQAnsweredAt = 7, ago(6*time.Minute), ago(10*time.Second)
+		}, Warn, "hq_confirm", "normal"},
 		{"hq unreachable with a backlog", func(f *Facts) {
 			f.HQ.Connected, f.HQ.Backlog, f.HQ.OldestUnsynced = false, 120, ago(10*time.Minute)
 		}, Warn, "hq", "normal"},
@@ -140,8 +143,17 @@ func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
 		},
 		"nothing acked for an hour, nothing sent (throttled)": func(f *Facts) { f.HQ.LastAckAt, f.HQ.AwaitingAckSince = ago(time.Hour), nil },
 		"awaiting acks while disconnected (hq rule applies)":  func(f *Facts) { f.HQ.Connected, f.HQ.Backlog, f.HQ.AwaitingAckSince = false, 0, ago(time.Minute) },
-		"redis answering fast":                                func(f *Facts) { f.Redis.Latency = 800 * time.Microsecond },
-		"redis latency just under half its timeout":           func(f *Facts) { f.Redis.Latency = 149 * time.Millisecond },
+		"rows unconfirmed, younger than the threshold": func(f *Facts) {
+			f.HQ.Unconfirmed, f.HQ.OldestUnconfirmedAck, f.HQ.HQAnsweredAt = 500, ago(4*time.Minute), ago(time.Second)
+		},
+		"rows unconfirmed for hours, posedge-hq not answering": func(f *Facts) {
+			f.HQ.Unconfirmed, f.HQ.OldestUnconfirmedAck, f.HQ.HQAnsweredAt = 9000, ago(3*time.Hour), ago(3*time.Hour)
+		},
+		"rows unconfirmed, posedge-hq never answered": func(f *Facts) {
+			f.HQ.Unconfirmed, f.HQ.OldestUnconfirmedAck = 9000, ago(3*time.Hour)
+		},
+		"redis answering fast":                      func(f *Facts) { f.Redis.Latency = 800 * time.Microsecond },
+		"redis latency just under half its timeout": func(f *Facts) { f.Redis.Latency = 149 * time.Millisecond },
 		"catalog watching, last change days ago": func(f *Facts) {
 			f.Catalog = &CatalogFacts{Revision: 9, AppliedAt: ago(72 * time.Hour), Watching: true}
 		},

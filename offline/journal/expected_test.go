@@ -22,7 +22,12 @@ func TestPruneKeepsUnackedAndRemembersSeq(t *testing.T) {
 	if err := j.MarkAcked(ctx, acked...); err != nil {
 		t.Fatal(err)
 	}
-	// Row 7 is acked but its effects never reached Redis: kept.
+	// HQ confirmed storing rows 1..1000; 1001..1100 only have
+	// JetStream's ack: kept.
+	if n, err := j.MarkConfirmed(ctx, acked[:1000]...); err != nil || n != 1000 {
+		t.Fatalf("confirmed %d (%v)", n, err)
+	}
+	// Row 7 is confirmed but its effects never reached Redis: kept.
 	if _, err := j.r.Exec(`UPDATE txns SET applied = 0 WHERE seq = 7`); err != nil {
 		t.Fatal(err)
 	}
@@ -30,19 +35,24 @@ func TestPruneKeepsUnackedAndRemembersSeq(t *testing.T) {
 		t.Fatalf("prune of nothing old enough: %d %v", n, err)
 	}
 	n, err := j.Prune(ctx, time.Now().Add(time.Second))
-	if err != nil || n != 1099 {
-		t.Fatalf("pruned %d (%v), want 1099 in batches", n, err)
+	if err != nil || n != 999 {
+		t.Fatalf("pruned %d (%v), want 999 in batches", n, err)
 	}
 	st, _ := j.Stats(ctx)
-	if st.Rows != 101 || st.Backlog != 100 {
+	if st.Rows != 201 || st.Backlog != 100 || st.Unconfirmed != 100 {
 		t.Fatalf("after prune: %+v", st)
 	}
-	if m, _ := j.MetaInt(ctx, MetaPrunedMaxSeq); m != 1100 {
+	for _, i := range []int{7, 1001, 1100, 1101} {
+		if row, err := j.ByFlow(ctx, sale(i).FlowNo); err != nil || row == nil {
+			t.Errorf("row %d pruned (%v)", i, err)
+		}
+	}
+	if m, _ := j.MetaInt(ctx, MetaPrunedMaxSeq); m != 1000 {
 		t.Fatalf("pruned max seq %d", m)
 	}
 	var lines int
 	_ = j.r.QueryRow(`SELECT COUNT(*) FROM txn_lines`).Scan(&lines)
-	if lines != 101 {
+	if lines != 201 {
 		t.Fatalf("%d lines left: the cascade did not follow", lines)
 	}
 }
@@ -123,6 +133,9 @@ func TestPruneKeepsFlowHighWaterMarks(t *testing.T) {
 	if err := j.MarkAcked(ctx, flows...); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := j.MarkConfirmed(ctx, flows...); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := j.Prune(ctx, time.Now().Add(time.Second)); err != nil || n != 6 {
 		t.Fatalf("pruned %d (%v), want all 6", n, err)
 	}
@@ -143,6 +156,7 @@ func TestPruneKeepsFlowHighWaterMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = j.MarkAcked(ctx, low.FlowNo)
+	_, _ = j.MarkConfirmed(ctx, low.FlowNo)
 	if _, err := j.Prune(ctx, time.Now().Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}

@@ -18,9 +18,12 @@ import (
 
 // States of a row on its way to HQ.
 const (
-	StatePending     = "pending"     // journaled, not acknowledged; rows at or below the outbox's "sent through" mark may be at HQ already
-	StateSent        = "sent"        // a publish got no ack (timeout, refusal): resent with the same Nats-Msg-Id
-	StateAcked       = "acked"       // JetStream acknowledged: HQ will have it
+	StatePending = "pending" // journaled, not acknowledged; rows at or below the outbox's "sent through" mark may be at HQ already
+	StateSent    = "sent"    // a publish got no ack (timeout, refusal): resent with the same Nats-Msg-Id
+	// StateAcked: JetStream acknowledged it. Delivered only once HQ
+	// confirmed storing it too (confirmed_at set, see MarkConfirmed):
+	// until then the row is kept, asked about and resent when HQ lacks it.
+	StateAcked       = "acked"
 	StateQuarantined = "quarantined" // HQ refused it for good; kept, not resent
 )
 
@@ -99,6 +102,10 @@ type Journal struct {
 	// open (it migrates); a read-only open of a journal no daemon of this
 	// version has opened yet goes without it (catalog not initialised).
 	catalog bool
+	// confirm: txns has the delivery confirmation's columns. Always after
+	// a writable open; a read-only open of an older journal goes without
+	// (every acked row then counts as unconfirmed: not known otherwise).
+	confirm bool
 
 	reqs    chan *writeReq
 	stop    chan struct{}
@@ -158,6 +165,10 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 			}
 			return nil, fmt.Errorf("open journal %s read-only: %w", path, err)
 		}
+		if j.confirm, err = hasColumn(ctx, r, "txns", "confirmed_at"); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("open journal %s read-only: %w", path, err)
+		}
 		if j.st, err = prepareStmts(ctx, r, nil, j.catalog); err != nil {
 			r.Close()
 			if strings.Contains(err.Error(), "no such table") {
@@ -193,7 +204,7 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal readers %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	j.catalog = true
+	j.catalog, j.confirm = true, true
 	if j.st, err = prepareStmts(ctx, r, w, true); err != nil {
 		r.Close()
 		w.Close()
@@ -246,6 +257,11 @@ CREATE TABLE IF NOT EXISTS txns (
 	last_error       TEXT NOT NULL DEFAULT '',
 	journaled_at     TEXT NOT NULL,
 	acked_at         TEXT,
+	confirmed_at     TEXT,
+	resends          INTEGER NOT NULL DEFAULT 0,
+	lacks            INTEGER NOT NULL DEFAULT 0,
+	dup_ack          INTEGER NOT NULL DEFAULT 0,
+	confirm_due      TEXT,
 	UNIQUE (terminal_id, idem_key)
 );
 CREATE INDEX IF NOT EXISTS txns_outbox ON txns(state) WHERE state IN ('pending','sent');

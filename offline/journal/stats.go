@@ -25,6 +25,11 @@ type Stats struct {
 	// see SetUnappliable).
 	Unappliable int64  `json:"unappliable"`
 	MaxFlowNo   string `json:"max_flow_no"`
+	// Unconfirmed counts rows JetStream acknowledged that HQ has not
+	// confirmed storing; OldestUnconfirmedAck is the earliest ack among
+	// them (nil when none).
+	Unconfirmed          int64      `json:"unconfirmed"`
+	OldestUnconfirmedAck *time.Time `json:"oldest_unconfirmed_ack_at"`
 }
 
 // Stats reads the journal's figures.
@@ -35,7 +40,11 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 			s.SizeBytes += fi.Size()
 		}
 	}
-	var oldest, acked, maxFlow sql.NullString
+	var oldest, acked, maxFlow, unconfirmedAck sql.NullString
+	unconfirmed := `state = 'acked'` // a journal not upgraded yet: none confirmed
+	if j.confirm {
+		unconfirmed = `state = 'acked' AND confirmed_at IS NULL`
+	}
 	err := j.r.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM txns),
 		(SELECT COUNT(*) FROM txns WHERE state IN ('pending','sent')),
@@ -45,8 +54,11 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 		(SELECT COUNT(*) FROM txns WHERE state = 'quarantined'),
 		(SELECT COUNT(*) FROM txns WHERE applied = 0),
 		(SELECT COUNT(*) FROM unappliable),
-		(SELECT MAX(flow_no) FROM txns)`).
-		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &acked, &s.Quarantined, &s.Unapplied, &s.Unappliable, &maxFlow)
+		(SELECT MAX(flow_no) FROM txns),
+		(SELECT COUNT(*) FROM txns WHERE `+unconfirmed+`),
+		(SELECT MIN(acked_at) FROM txns WHERE `+unconfirmed+`)`).
+		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &acked, &s.Quarantined, &s.Unapplied, &s.Unappliable, &maxFlow,
+			&s.Unconfirmed, &unconfirmedAck)
 	if err != nil {
 		return s, fmt.Errorf("read journal stats: %w", err)
 	}
@@ -57,6 +69,10 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 	if acked.Valid {
 		t := parseTS(acked.String)
 		s.LastAckedAt = &t
+	}
+	if unconfirmedAck.Valid {
+		t := parseTS(unconfirmedAck.String)
+		s.OldestUnconfirmedAck = &t
 	}
 	s.MaxFlowNo = maxFlow.String
 	return s, nil
@@ -79,8 +95,9 @@ func (j *Journal) Backup(ctx context.Context, dest string) error {
 	return nil
 }
 
-// Prune deletes acknowledged rows journaled before cutoff; rows HQ has not
-// acknowledged (or whose effects Redis lacks) are never deleted. It works
+// Prune deletes delivered rows journaled before cutoff; rows HQ has not
+// confirmed storing (JetStream's ack is not enough), or whose effects
+// Redis lacks, are never deleted. It works
 // in small batches, each its own commit, so sales never wait long behind
 // it, and remembers the highest sequence number it deleted so the
 // continuity check never mistakes pruned rows for gaps.
@@ -91,7 +108,7 @@ func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 		var n int64
 		err := j.write(ctx, func(tx *sql.Tx) error {
 			rows, err := tx.Query(`DELETE FROM txns WHERE rowid IN (SELECT rowid FROM txns
-				WHERE state = 'acked' AND applied = 1 AND journaled_at < ? LIMIT ?) RETURNING seq, flow_no`, ts(cutoff), batch)
+				WHERE state = 'acked' AND confirmed_at IS NOT NULL AND applied = 1 AND journaled_at < ? LIMIT ?) RETURNING seq, flow_no`, ts(cutoff), batch)
 			if err != nil {
 				return err
 			}

@@ -132,7 +132,7 @@ func TestTimeWindowsAcrossFractionsOfASecond(t *testing.T) {
 				if got := before == s.Seq; got != journaledFirst {
 					t.Errorf("journaled at %s: MaxSeqJournaledBefore(%s) = %d", ts(journaled), ts(bound), before)
 				}
-				if err := j.MarkAcked(ctx, s.FlowNo); err != nil {
+				if _, err := j.MarkConfirmed(ctx, s.FlowNo); err != nil {
 					t.Fatal(err)
 				}
 				n, err := j.Prune(ctx, bound)

@@ -329,15 +329,20 @@ func (j *Journal) MarkSent(ctx context.Context, flowNos ...string) error {
 		attempts = attempts + 1 WHERE `+inFlows, flowNos)
 }
 
-// MarkAcked records JetStream's acknowledgement of these rows.
+// MarkAcked records JetStream's acknowledgement of these rows (not yet
+// HQ's confirmation: MarkConfirmed).
 func (j *Journal) MarkAcked(ctx context.Context, flowNos ...string) error {
-	return j.updateFlows(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ? WHERE `+inFlows,
+	return j.updateFlows(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ?, dup_ack = 0 WHERE `+inFlows,
 		flowNos, ts(j.opt.Now()))
 }
 
 // MarkAckedRows is MarkAcked for outbox rows named by their RowID, which
 // spares a lookup per row: the replay's mark of every batch.
 func (j *Journal) MarkAckedRows(ctx context.Context, rowIDs ...int64) error {
+	return j.markAckedRows(ctx, false, rowIDs)
+}
+
+func (j *Journal) markAckedRows(ctx context.Context, dup bool, rowIDs []int64) error {
 	if len(rowIDs) == 0 {
 		return nil
 	}
@@ -346,8 +351,8 @@ func (j *Journal) MarkAckedRows(ctx context.Context, rowIDs ...int64) error {
 		return fmt.Errorf("encode row ids: %w", err)
 	}
 	return j.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = ?
-			WHERE rowid IN (SELECT value FROM json_each(?)) AND state IN ('pending','sent')`, ts(j.opt.Now()), string(list))
+		_, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = ?, dup_ack = ?
+			WHERE rowid IN (SELECT value FROM json_each(?)) AND state IN ('pending','sent')`, ts(j.opt.Now()), boolInt(dup), string(list))
 		return err
 	})
 }

@@ -25,8 +25,12 @@ const (
 	// schemaFixedTimes: every time column holds timeLayout; before it,
 	// RFC 3339 with the fraction's trailing zeros trimmed.
 	schemaFixedTimes = 1
+	// schemaConfirmed: txns has the columns of HQ's delivery
+	// confirmation (confirmed_at, resends, lacks, dup_ack, confirm_due).
+	// Rows acked before it are unconfirmed: HQ is asked about each once.
+	schemaConfirmed = 2
 
-	schemaVersion = schemaFixedTimes // what this version writes
+	schemaVersion = schemaConfirmed // what this version writes
 )
 
 // upgrade brings the rows of a journal of an earlier schema version to
@@ -39,7 +43,17 @@ func upgrade(ctx context.Context, tx *sql.Tx, log *slog.Logger) error {
 	}
 	if v >= schemaVersion {
 		// Current, or written by a newer posedge: its rows are its own.
-		return nil
+		return confirmIndex(ctx, tx)
+	}
+	// The columns first: fixTimes rewrites them too (all NULL here).
+	if v < schemaConfirmed {
+		n, err := addConfirmColumns(ctx, tx)
+		if err != nil {
+			return fmt.Errorf("upgrade journal to schema version %d (delivery confirmation): %w", schemaConfirmed, err)
+		}
+		if n > 0 {
+			log.Info("journal upgraded: delivery confirmation columns added; acked rows are confirmed with HQ", "columns", n)
+		}
 	}
 	if v < schemaFixedTimes {
 		start := time.Now()
@@ -51,11 +65,68 @@ func upgrade(ctx context.Context, tx *sql.Tx, log *slog.Logger) error {
 			log.Info("journal upgraded: times rewritten in fixed width", "rows", n, "took", time.Since(start).Round(time.Millisecond))
 		}
 	}
+	if err := confirmIndex(ctx, tx); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO meta (k, v) VALUES (?, ?) ON CONFLICT(k) DO UPDATE SET v = excluded.v`,
 		MetaSchemaVersion, strconv.Itoa(schemaVersion)); err != nil {
 		return fmt.Errorf("record journal schema version %d: %w", schemaVersion, err)
 	}
 	return nil
+}
+
+// confirmColumns are the columns schemaConfirmed added to txns, with
+// their definitions (ALTER TABLE ADD COLUMN takes the same as CREATE).
+func confirmColumns() [][2]string {
+	return [][2]string{
+		{"confirmed_at", "TEXT"},
+		{"resends", "INTEGER NOT NULL DEFAULT 0"},
+		{"lacks", "INTEGER NOT NULL DEFAULT 0"},
+		{"dup_ack", "INTEGER NOT NULL DEFAULT 0"},
+		{"confirm_due", "TEXT"},
+	}
+}
+
+// addConfirmColumns adds to txns those of confirmColumns it lacks (a
+// journal created by this version has them all) and returns how many.
+func addConfirmColumns(ctx context.Context, tx *sql.Tx) (int, error) {
+	n := 0
+	for _, c := range confirmColumns() {
+		has, err := hasColumn(ctx, tx, "txns", c[0])
+		if err != nil {
+			return n, err
+		}
+		if has {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE txns ADD COLUMN `+c[0]+` `+c[1]); err != nil {
+			return n, fmt.Errorf("add column txns.%s: %w", c[0], err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// confirmIndex is the index of the rows JetStream acked that HQ has not
+// confirmed: few while HQ confirms, all of an HQ outage's otherwise.
+func confirmIndex(ctx context.Context, tx *sql.Tx) error {
+	if _, err := tx.ExecContext(ctx, `CREATE INDEX IF NOT EXISTS txns_unconfirmed ON txns(acked_at)
+		WHERE state = 'acked' AND confirmed_at IS NULL`); err != nil {
+		return fmt.Errorf("create index txns_unconfirmed: %w", err)
+	}
+	return nil
+}
+
+// hasColumn reports whether table has column. table and column are this
+// package's constants, never input.
+func hasColumn(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, table, column string) (bool, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, `SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?`, table, column).Scan(&n); err != nil {
+		return false, fmt.Errorf("read the columns of %s: %w", table, err)
+	}
+	return n > 0, nil
 }
 
 func readSchemaVersion(ctx context.Context, q interface {
@@ -88,7 +159,7 @@ type timeTable struct {
 // added here, and written through ts.
 func timeTables() []timeTable {
 	return []timeTable{
-		{"txns", []string{"created_at", "journaled_at", "acked_at"}, ""},
+		{"txns", []string{"created_at", "journaled_at", "acked_at", "confirmed_at", "confirm_due"}, ""},
 		{"items", []string{"updated_at"}, ""},
 		{"quarantine", []string{"at"}, ""},
 		{"unappliable", []string{"at"}, ""},

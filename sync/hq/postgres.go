@@ -548,7 +548,9 @@ func (s *PostgresStore) Quarantined(ctx context.Context, storeID string) ([]Stor
 
 // Have returns those of flowNos stored for storeID, in the order asked.
 func (s *PostgresStore) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, "SELECT flow_no FROM transactions WHERE store_id = $1 AND flow_no = ANY($2::text[])",
+	rows, err := s.pool.Query(ctx, // A row HQ set aside in its quarantine is held too (see SQLiteStore.Have).
+		"SELECT flow_no FROM transactions WHERE store_id = $1 AND flow_no = ANY($2::text[])"+
+			" UNION SELECT flow_no FROM quarantine WHERE store_id = $1 AND flow_no = ANY($2::text[])",
 		storeID, flowNos)
 	if err != nil {
 		return nil, fmt.Errorf("have %s: %w", storeID, err)

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -525,8 +526,15 @@ func (s *SQLiteStore) Have(ctx context.Context, storeID string, flowNos []string
 		for _, f := range chunk {
 			args = append(args, f)
 		}
-		q := "SELECT flow_no FROM transactions WHERE store_id = ? AND flow_no IN (?" +
-			strings.Repeat(", ?", len(chunk)-1) + ")"
+		// A row HQ set aside in its quarantine is held too: it reached
+		// HQ, a person decides; resending it would change nothing.
+		nums := make([]string, len(chunk))
+		for i := range chunk {
+			nums[i] = "?" + strconv.Itoa(i+2)
+		}
+		in := "flow_no IN (" + strings.Join(nums, ", ") + ")"
+		q := "SELECT flow_no FROM transactions WHERE store_id = ?1 AND " + in +
+			" UNION SELECT flow_no FROM quarantine WHERE store_id = ?1 AND " + in
 		rows, err := s.r.QueryContext(ctx, q, args...)
 		if err != nil {
 			return nil, fmt.Errorf("have %s: %w", storeID, err)

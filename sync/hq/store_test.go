@@ -297,6 +297,14 @@ func testHave(t *testing.T, open opener) {
 	if have, err := s.Have(context.Background(), "S003", nil); err != nil || len(have) != 0 {
 		t.Fatalf("Have(S003, nil) = %v, %v", have, err)
 	}
+	// A transaction HQ quarantined is held: it reached HQ, a store
+	// resending it (delivery confirmation) would change nothing.
+	q := sale{store: "S003", flow: "8", terminal: "T04", cents: 1000}.msg(t, t0)
+	hq.Screen(&q, 999)
+	wantOutcomes(t, insert(t, s, q), hq.Quarantined)
+	if have, err := s.Have(context.Background(), "S003", []string{"7", "8"}); err != nil || !slices.Equal(have, []string{"8"}) {
+		t.Fatalf("Have(S003) with flow 8 quarantined = %v, %v", have, err)
+	}
 }
 
 func testWatermark(t *testing.T, open opener) {

@@ -82,8 +82,10 @@ func (r *Replayer) refreshStats(ctx context.Context) {
 		age = max(time.Since(*s.OldestUnsent).Seconds(), 0)
 	}
 	r.m.oldestAge.Set(age)
+	r.m.unconfirmed.Set(float64(s.Unconfirmed))
 	r.mu.Lock()
 	r.st.Backlog, r.st.BacklogBytes, r.st.OldestUnsent, r.st.Quarantined = s.Backlog, s.BacklogBytes, s.OldestUnsent, s.Quarantined
+	r.st.Unconfirmed, r.st.OldestUnconfirmedAck = s.Unconfirmed, s.OldestUnconfirmedAck
 	r.mu.Unlock()
 }
 
@@ -93,10 +95,8 @@ func (r *Replayer) heartbeat(ctx context.Context) error {
 	hb := wire.Heartbeat{StoreID: r.cfg.StoreID, SentAt: now,
 		Backlog: st.Backlog, Version: r.cfg.Version,
 		HeartbeatFormat: wire.HeartbeatFormat2, StoreClock: now,
-		// Unconfirmed: the journal does not count rows sent but not yet
-		// confirmed stored by HQ (delivery confirmation is being added
-		// beside this); until it does, 0.
-		Unconfirmed: 0}
+		// Rows JetStream acknowledged that HQ has not confirmed storing.
+		Unconfirmed: st.Unconfirmed}
 	if r.cfg.HeartbeatState != nil {
 		hb.Mode, hb.StatusLevel = r.cfg.HeartbeatState()
 	}
@@ -146,6 +146,7 @@ func (r *Replayer) PublishManifest(ctx context.Context, day string) error {
 	r.mu.Lock()
 	delete(r.manifests, day)
 	r.mu.Unlock()
+	r.auditNow.Store(true)
 	r.log.Info("day manifest published", "day", day, "terminals", len(ms))
 	return nil
 }

@@ -26,6 +26,9 @@ type metrics struct {
 	backlog      prometheus.Gauge
 	backlogBytes prometheus.Gauge
 	oldestAge    prometheus.Gauge
+	hqConfirmed  prometheus.Counter
+	unconfirmed  prometheus.Gauge
+	resent       prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -71,13 +74,25 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "posedge_replay_oldest_unsent_age_seconds",
 			Help: "Age of the oldest row not yet acknowledged by HQ; 0 when none.",
 		}),
+		hqConfirmed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "posedge_hq_confirmed_total",
+			Help: "Journal rows posedge-hq confirmed storing (the have query): delivered, and from then on prunable.",
+		}),
+		unconfirmed: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "posedge_hq_unconfirmed",
+			Help: "Journal rows JetStream acknowledged that posedge-hq has not confirmed storing yet.",
+		}),
+		resent: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "posedge_hq_resent_total",
+			Help: "Journal rows published again because posedge-hq lacked them after JetStream had acknowledged them.",
+		}),
 	}
 	for _, k := range []string{errTimeout, errDisconnected, errNoStream, errRefused, errOther} {
 		m.errors.WithLabelValues(k)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.published, m.acked, m.confirmed, m.quarantined, m.errors,
-			m.batch, m.connected, m.backlog, m.backlogBytes, m.oldestAge} {
+			m.batch, m.connected, m.backlog, m.backlogBytes, m.oldestAge, m.hqConfirmed, m.unconfirmed, m.resent} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register replay metrics: %w", err)
 			}

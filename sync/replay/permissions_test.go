@@ -20,12 +20,7 @@ import (
 // storePermissions is the per-store template of docs/security.md, for
 // store id S: publish its own transactions, manifests, heartbeats and
 // "have" requests; read its own replies only.
-func storePermissions(s string) string {
-	return fmt.Sprintf(`{user: %q, password: "pw-%s", permissions: {
-        publish: {allow: ["pos.txn.%s", "pos.txn.%s.>", "posedge.hq.have.%s"]}
-        subscribe: {allow: ["_INBOX.%s.>"]}
-      }}`, strings.ToLower(s), s, s, s, s, s)
-}
+func storePermissions(s string) string { return testenv.StorePermissions(s) }
 
 // asyncErrors collects a connection's asynchronous errors (permission
 // violations are reported so).

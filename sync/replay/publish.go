@@ -69,6 +69,7 @@ func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 type flight struct {
 	rows    []journal.Outgoing
 	results []error // per row: nil once acked
+	dups    []bool  // per row: its ack said duplicate (not proof HQ has it)
 	futs    []jetstream.PubAckFuture
 	start   time.Time
 	rec     *recording
@@ -80,7 +81,7 @@ type flight struct {
 // row just before its publish lets the check's decoding overlap with the
 // server's work on the rows before.
 func (r *Replayer) send(ctx context.Context, l *link, rows []journal.Outgoing) *flight {
-	f := &flight{rows: rows, results: make([]error, len(rows)), futs: make([]jetstream.PubAckFuture, len(rows)),
+	f := &flight{rows: rows, results: make([]error, len(rows)), dups: make([]bool, len(rows)), futs: make([]jetstream.PubAckFuture, len(rows)),
 		start: time.Now(), rec: r.startRecording(ctx, rows[len(rows)-1])}
 	for i, o := range rows {
 		err, ok := r.checked[o.RowID]
@@ -122,11 +123,15 @@ func (r *Replayer) land(ctx context.Context) error {
 	}
 	r.inflight = nil
 	r.wait(ctx, f)
-	var acked []int64
+	var acked, dups []int64
 	failed := map[string][]string{} // reason → rows
 	var firstErr error
 	for i, o := range f.rows {
 		err := f.results[i]
+		if err == nil && f.dups[i] {
+			dups = append(dups, o.RowID)
+			continue
+		}
 		if err == nil {
 			acked = append(acked, o.RowID)
 			continue
@@ -149,7 +154,7 @@ func (r *Replayer) land(ctx context.Context) error {
 
 	// One batch's outcome at a time, in order.
 	prevErr := r.settle()
-	f.rec.outcome <- outcome{acked, failed}
+	f.rec.outcome <- outcome{acked, dups, failed}
 	if firstErr != nil || prevErr != nil || ctx.Err() != nil {
 		r.dropAhead()
 		r.floor = 0
@@ -175,7 +180,8 @@ func (r *Replayer) wait(ctx context.Context, f *flight) {
 		}
 		if expired {
 			select {
-			case <-fut.Ok():
+			case ack := <-fut.Ok():
+				f.dups[i] = ack != nil && ack.Duplicate
 			case err := <-fut.Err():
 				f.results[i] = err
 			default:
@@ -184,7 +190,8 @@ func (r *Replayer) wait(ctx context.Context, f *flight) {
 			continue
 		}
 		select {
-		case <-fut.Ok():
+		case ack := <-fut.Ok():
+			f.dups[i] = ack != nil && ack.Duplicate
 		case err := <-fut.Err():
 			f.results[i] = err
 		case <-t.C:
@@ -331,6 +338,7 @@ type recording struct {
 // reason (resent later).
 type outcome struct {
 	acked  []int64             // rowids
+	dups   []int64             // rowids acked as duplicates
 	failed map[string][]string // reason → flow numbers
 }
 
@@ -375,9 +383,15 @@ func (r *Replayer) record(ctx context.Context, o outcome) error {
 	if err := r.j.MarkAckedRows(ctx, o.acked...); err != nil {
 		return fmt.Errorf("mark %d rows acked (they are resent): %w", len(o.acked), err)
 	}
-	if len(o.acked) > 0 {
-		r.m.acked.Add(float64(len(o.acked)))
-		r.synced(len(o.acked))
+	// A duplicate ack is an ack all the same (the outbox moves on), but
+	// not proof: the message JetStream kept under the Nats-Msg-Id may be
+	// another's, or lost since. HQ's confirmation decides (confirm.go).
+	if err := r.j.MarkAckedDuplicateRows(ctx, o.dups...); err != nil {
+		return fmt.Errorf("mark %d rows acked as duplicates (they are resent): %w", len(o.dups), err)
+	}
+	if n := len(o.acked) + len(o.dups); n > 0 {
+		r.m.acked.Add(float64(n))
+		r.synced(n)
 	}
 	for reason, fl := range o.failed {
 		err := r.j.MarkSent(ctx, fl...)
@@ -504,13 +518,16 @@ func (r *Replayer) skipConfirmed(ctx context.Context, l *link, rows []journal.Ou
 		}
 		return false
 	})
-	if err := r.j.MarkAcked(context.WithoutCancel(ctx), confirmed...); err != nil {
-		return rows, fmt.Errorf("mark %d rows HQ holds acked: %w", len(confirmed), err)
+	n, err := r.j.MarkConfirmed(context.WithoutCancel(ctx), confirmed...)
+	if err != nil {
+		return rows, fmt.Errorf("mark %d rows HQ holds confirmed: %w", len(confirmed), err)
 	}
 	r.m.acked.Add(float64(len(confirmed)))
 	r.m.confirmed.Add(float64(len(confirmed)))
+	r.m.hqConfirmed.Add(float64(n))
 	r.mu.Lock()
 	r.st.Confirmed += uint64(len(confirmed))
+	r.st.HQConfirmed += uint64(n)
 	r.mu.Unlock()
 	r.synced(len(confirmed))
 	r.log.Info("HQ already holds rows sent before; not resending them", "rows", len(confirmed))
@@ -537,6 +554,10 @@ func (r *Replayer) have(ctx context.Context, l *link, flows []string) ([]string,
 	if rep.Error != "" {
 		return nil, fmt.Errorf("HQ's have reply: %s", rep.Error)
 	}
+	now := time.Now()
+	r.mu.Lock()
+	r.st.HQAnsweredAt = &now
+	r.mu.Unlock()
 	sort.Strings(rep.Have)
 	return slices.Compact(rep.Have), nil
 }

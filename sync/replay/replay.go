@@ -36,6 +36,9 @@ const (
 	DefaultMaxBackoff     = 30 * time.Second
 	DefaultHaveTimeout    = 2 * time.Second
 	DefaultHeartbeatEvery = time.Minute
+	// DefaultConfirmAfter is hq.confirm_after: how long after JetStream's
+	// ack the store asks HQ whether it stored a row.
+	DefaultConfirmAfter = 30 * time.Second
 	// DefaultStartJitter is what the daemon passes as StartJitter: stores
 	// restarted together (power cut, rollout) connect spread over it.
 	DefaultStartJitter = 2 * time.Second
@@ -75,6 +78,17 @@ type Config struct {
 	Pace time.Duration
 	// HeartbeatEvery is the heartbeat period; default 1m.
 	HeartbeatEvery time.Duration
+	// AuditEvery is how often the store asks HQ again about the rows of
+	// the last AuditDays business days it had confirmed, and resends
+	// those HQ no longer holds (its database restored from an older
+	// backup, rows deleted): incomplete days repair themselves. Also
+	// after each day's manifest. Defaults 1h and 7 days.
+	AuditEvery time.Duration
+	AuditDays  int
+	// ConfirmAfter is hq.confirm_after: rows JetStream acknowledged this
+	// long ago are asked about (the have query); those HQ lacks are
+	// published again from the journal. Default 30s.
+	ConfirmAfter time.Duration
 	// HeartbeatState, when set, gives the daemon's mode and status level
 	// for the heartbeat.
 	HeartbeatState func() (mode, level string)
@@ -122,6 +136,15 @@ func (c *Config) defaults() {
 	if c.HeartbeatEvery <= 0 {
 		c.HeartbeatEvery = DefaultHeartbeatEvery
 	}
+	if c.ConfirmAfter <= 0 {
+		c.ConfirmAfter = DefaultConfirmAfter
+	}
+	if c.AuditEvery <= 0 {
+		c.AuditEvery = time.Hour
+	}
+	if c.AuditDays <= 0 {
+		c.AuditDays = 7
+	}
 	if c.Location == nil {
 		c.Location = time.Local
 	}
@@ -162,11 +185,22 @@ type Status struct {
 	Sent       uint64     `json:"sent"`         // publishes since start, resends included
 	Acked      uint64     `json:"acked"`        // rows marked synced since start
 	Confirmed  uint64     `json:"confirmed"`    // of which HQ said it already held them
+	// HQConfirmed counts rows HQ confirmed storing since start (the
+	// delivery confirmation, Confirmed included); Resent those HQ lacked
+	// after JetStream's ack, put back in the outbox.
+	HQConfirmed uint64 `json:"hq_confirmed"`
+	Resent      uint64 `json:"resent"`
+	// HQAnsweredAt is the last time posedge-hq answered a have query.
+	HQAnsweredAt *time.Time `json:"hq_answered_at,omitempty"`
 	// Figures of the journal, read every few seconds.
 	Backlog      int64      `json:"backlog"`
 	BacklogBytes int64      `json:"backlog_bytes"`
 	OldestUnsent *time.Time `json:"oldest_unsent_at,omitempty"`
 	Quarantined  int64      `json:"quarantined"`
+	// Unconfirmed: rows JetStream acknowledged that HQ has not confirmed
+	// storing; OldestUnconfirmedAck the earliest ack among them.
+	Unconfirmed          int64      `json:"unconfirmed"`
+	OldestUnconfirmedAck *time.Time `json:"oldest_unconfirmed_ack_at,omitempty"`
 }
 
 // Replayer drains the journal's outbox to HQ. Run it once; Kick and
@@ -199,6 +233,7 @@ type Replayer struct {
 	startedAt time.Time
 	rate      rateWindow
 	manifests map[string]bool // days whose manifest could not be published yet
+	auditNow  atomic.Bool     // a manifest went out: ask HQ about the confirmed rows again
 	day       string          // business day seen at the last heartbeat
 }
 
@@ -276,8 +311,9 @@ func (r *Replayer) Run(ctx context.Context) error {
 	r.mu.Unlock()
 
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() { defer wg.Done(); r.background(ctx) }()
+	go func() { defer wg.Done(); r.confirmLoop(ctx) }()
 	defer wg.Wait()
 
 	if r.cfg.StartJitter > 0 {
