@@ -764,6 +764,9 @@ type StatusReport struct {
 
 		// Stalled The link is up but no publish was acknowledged for 15 s while a backlog waits.
 		Stalled *bool `json:"stalled,omitempty"`
+
+		// Unconfirmed Transactions JetStream acknowledged that posedge-hq has not yet confirmed storing (contract §5; docs/hq-sync.md, Delivery).
+		Unconfirmed *int `json:"unconfirmed,omitempty"`
 	} `json:"hq"`
 	Journal struct {
 		DiskFreeBytes int    `json:"disk_free_bytes"`
