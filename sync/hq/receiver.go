@@ -552,15 +552,35 @@ func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
 				reply.Have = have
 			}
 		}
-		r.metrics.haveReqs.WithLabelValues(result).Inc()
-		data, _ := json.Marshal(reply)
 		if m.Reply == "" {
+			r.metrics.haveReqs.WithLabelValues(result).Inc()
 			return
 		}
+		if !replyOfStore(m.Reply, storeID) {
+			// A confused deputy otherwise: HQ's user may publish where the
+			// store may not (issue 22 finding 4, a reply aimed at
+			// $KV.POS_CATALOG.… overwrote a catalog key).
+			r.metrics.haveReqs.WithLabelValues("foreign_reply").Inc()
+			r.log.Warn("have: reply subject outside the store's inbox; not answered", "store_id", storeID, "reply", m.Reply)
+			return
+		}
+		r.metrics.haveReqs.WithLabelValues(result).Inc()
+		data, _ := json.Marshal(reply)
 		if err := m.Respond(data); err != nil {
 			r.log.Warn("have: reply", "store_id", storeID, "err", err)
 		}
 	}
+}
+
+// replyOfStore says whether HQ may answer a request of storeID on reply:
+// under the store's own inbox (_INBOX.<store>.…, the per-store template
+// lets the store read nothing else), or a reply subject the server made
+// for a service import (_R_.…, the two-account template of
+// docs/security.md; clients cannot publish with such a reply, the server
+// routes the answer back to the asking store's account). Anything else
+// is a subject the store picked for HQ to write to.
+func replyOfStore(reply, storeID string) bool {
+	return strings.HasPrefix(reply, wire.InboxPrefix(storeID)+".") || strings.HasPrefix(reply, "_R_.")
 }
 
 // backoff returns successive waits: exponential from 250 ms, capped at
