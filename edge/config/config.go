@@ -7,13 +7,16 @@ import (
 	"io"
 	"net"
 	"os"
+	"net/url"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 
@@ -489,6 +492,15 @@ func (c *Config) Validate() error {
 	default:
 		add("log.format", "must be text or json, got %q", c.Log.Format)
 	}
+	// No value may carry a control character: a newline in journal.path
+	// became a line of its own (an extra root ExecStartPre) in the unit
+	// posedge install writes (issue 22 finding 9). The value is never
+	// quoted: it may be a secret.
+	walkStrings(reflect.ValueOf(c).Elem(), "", func(key, v string) {
+		if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+			add(key, "must not contain control characters (found one at byte %d)", i)
+		}
+	})
 	if len(errs) > 0 {
 		return errs
 	}
@@ -530,3 +542,84 @@ func (c *Config) AdminToken() (string, error) {
 
 // IsLoopback reports whether a host:port listens on loopback only.
 func IsLoopback(hostport string) bool { return httpguard.IsLoopback(hostport) }
+
+// walkStrings calls f with the YAML key path and value of every string
+// in v (structs, slices, maps of them).
+func walkStrings(v reflect.Value, key string, f func(key, v string)) {
+	switch v.Kind() {
+	case reflect.String:
+		f(key, v.String())
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkStrings(v.Elem(), key, f)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			name := strings.Split(sf.Tag.Get("yaml"), ",")[0]
+			if name == "" || name == "-" {
+				name = strings.ToLower(sf.Name)
+			}
+			k := name
+			if key != "" {
+				k = key + "." + name
+			}
+			walkStrings(v.Field(i), k, f)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			walkStrings(v.Index(i), fmt.Sprintf("%s[%d]", key, i), f)
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			mk := fmt.Sprint(iter.Key().Interface())
+			if strings.IndexFunc(mk, unicode.IsControl) >= 0 {
+				f(key, mk)
+				continue
+			}
+			walkStrings(iter.Value(), key+"."+mk, f)
+		}
+	}
+}
+
+// PlaintextWarnings names the links this config leaves in plaintext off
+// loopback (issue 22 finding 9): the terminal listener without tls (the
+// tills' keys and every sale cross the LAN readable), and a nats:// HQ URL
+// to a host that is not loopback without hq.ca_file or hq.cert_file (the
+// store's NATS password and its sales cross the WAN readable). They are
+// warnings, not errors: a store may terminate TLS in front of posedge.
+// Valid after Validate; user info is never shown.
+func (c *Config) PlaintextWarnings() []string {
+	var out []string
+	if c.TLS.CertFile == "" && !loopbackAddr(c.Listen) {
+		out = append(out, fmt.Sprintf("listen %s is off loopback without tls: terminal keys and sales cross the LAN in plaintext (set tls.cert_file and tls.key_file)", c.Listen))
+	}
+	if c.HQ.CAFile == "" && c.HQ.CertFile == "" {
+		for _, u := range natsurl.Split(c.HQ.NATSURL) {
+			pu, err := url.Parse(u)
+			if err != nil || pu.Scheme != "nats" || loopbackHost(pu.Hostname()) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("hq.nats_url %s is plaintext nats:// to a host off loopback: the store's NATS credentials and sales cross the network readable (use tls:// or set hq.ca_file)", natsurl.Redact(u)))
+		}
+	}
+	return out
+}
+
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(host)
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

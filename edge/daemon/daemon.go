@@ -229,6 +229,7 @@ func (d *Daemon) Status(ctx context.Context) status.Report {
 	f := d.health.Snapshot().Facts(time.Now())
 	f.Version, f.StoreID, f.UptimeSeconds = d.version, d.cfg.StoreID, int64(time.Since(d.started)/time.Second)
 	f.Terminals, f.Reconciliation = d.seen.Snapshot(), d.rec.Differences()
+	f.Plaintext = d.cfg.PlaintextWarnings()
 	f.Journal, f.HQ = JournalFacts(ctx, d.j, f.HQ)
 	cs := d.catalog.State()
 	f.Catalog = &status.CatalogFacts{Revision: cs.Revision, AppliedAt: cs.AppliedAt, Watching: cs.Watching, DownSince: cs.DownSince}
