@@ -147,6 +147,10 @@ type Config struct {
 		Terminal         Policy            `yaml:"terminal"`
 		Actions          map[string]Policy `yaml:"actions"`
 		FallbackFraction float64           `yaml:"fallback_fraction"`
+		// TerminalBytes bounds the bytes of sale, refund and batch bodies
+		// one terminal may send per window (issue 22 finding 6): what one
+		// till can make Redis and the journal hold.
+		TerminalBytes Policy `yaml:"terminal_bytes"`
 	} `yaml:"limits"`
 	Terminals []Terminal `yaml:"terminals"`
 	Log       struct {
@@ -189,6 +193,7 @@ func Defaults() Config {
 	// The limits' defaults are the limiter's (contract §2).
 	store, terminal, actions := ratelimit.DefaultPolicies()
 	c.Limits.Store, c.Limits.Terminal = policyOf(store), policyOf(terminal)
+	c.Limits.TerminalBytes = Policy{Limit: DefaultTerminalBytes, Window: Dur(time.Hour)}
 	c.Limits.Actions = make(map[string]Policy, len(actions))
 	for name, p := range actions {
 		c.Limits.Actions[name] = policyOf(p)
@@ -305,6 +310,14 @@ func (v ValidationError) Error() string {
 	return b.String()
 }
 
+// The per-terminal byte quota (limits.terminal_bytes): by default 4 MiB
+// an hour, four days' worth of a busy till's sales uploaded at once; at
+// least one full batch body (1 MiB).
+const (
+	DefaultTerminalBytes = 4 << 20
+	MinTerminalBytes     = 1 << 20
+)
+
 var (
 	idPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 	sha256Hex    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
@@ -320,7 +333,7 @@ func (c *Config) Validate() error {
 		"redis.timeout": c.Redis.Timeout, "redis.wait_timeout": c.Redis.WaitTimeout,
 		"journal.retention": c.Journal.Retention, "hq.backlog_crit_age": c.HQ.BacklogCritAge,
 		"hq.ack_timeout": c.HQ.AckTimeout, "hq.catalog_stale_after": c.HQ.CatalogStaleAfter, "limits.store.window": c.Limits.Store.Window,
-		"limits.terminal.window": c.Limits.Terminal.Window,
+		"limits.terminal.window": c.Limits.Terminal.Window, "limits.terminal_bytes.window": c.Limits.TerminalBytes.Window,
 	}
 	for k, p := range c.Limits.Actions {
 		durations["limits.actions."+k+".window"] = p.Window
@@ -448,6 +461,11 @@ func (c *Config) Validate() error {
 	}
 	checkPolicy("limits.store", c.Limits.Store)
 	checkPolicy("limits.terminal", c.Limits.Terminal)
+	if tb := c.Limits.TerminalBytes; tb.Limit < MinTerminalBytes || tb.Limit > 1<<30 {
+		add("limits.terminal_bytes.limit", "must be %d (one full batch) to %d bytes, got %d", MinTerminalBytes, 1<<30, tb.Limit)
+	} else if tb.Window.D() < time.Second || tb.Window.D() > 24*time.Hour {
+		add("limits.terminal_bytes.window", "must be 1s to 24h, got %v", tb.Window.D())
+	}
 	names := make([]string, 0, len(c.Limits.Actions))
 	for k := range c.Limits.Actions {
 		names = append(names, k)

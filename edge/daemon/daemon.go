@@ -105,7 +105,8 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	m.watchReplay(d.reg, d.replay)
 	httpMetrics := api.NewHTTPMetrics(d.reg)
 	termDeps := api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
-		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics}
+		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics,
+		Quota: api.NewByteQuota(int64(cfg.Limits.TerminalBytes.Limit), cfg.Limits.TerminalBytes.Window.D(), time.Now, d.reg)}
 	term := api.NewTerminal(termDeps)
 	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
 		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
