@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,8 @@ type Receiver struct {
 	log     *slog.Logger
 	name    string // NATS connection name
 
+	haveLimit *storeWindows
+
 	conn    atomic.Pointer[nats.Conn]
 	ready   atomic.Bool // stream and consumer exist
 	cons    atomic.Pointer[jetstream.Consumer]
@@ -62,7 +65,45 @@ func NewReceiver(cfg Config, store Store, metrics *Metrics, log *slog.Logger, na
 	if name == "" {
 		name = "posedge-hq"
 	}
-	return &Receiver{cfg: cfg, store: store, metrics: metrics, log: log, name: name}
+	return &Receiver{cfg: cfg, store: store, metrics: metrics, log: log, name: name,
+		haveLimit: &storeWindows{limit: haveLimitPerStore, window: haveLimitWindow, used: map[string]*storeWindow{}}}
+}
+
+// have requests a store may make per window, per posedge-hq process:
+// a store's replay asks once per batch it must confirm; 600 a minute (10
+// a second, each of at most maxHaveFlows numbers) covers a fast backlog
+// drain and bounds the database load one store's credentials can cause.
+const (
+	haveLimitPerStore = 600
+	haveLimitWindow   = time.Minute
+)
+
+// storeWindows counts requests per store in fixed windows.
+type storeWindows struct {
+	limit  int
+	window time.Duration
+	mu     sync.Mutex
+	used   map[string]*storeWindow
+}
+
+type storeWindow struct {
+	start time.Time
+	n     int
+}
+
+func (s *storeWindows) allow(store string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.used[store]
+	if w == nil || now.Sub(w.start) >= s.window {
+		w = &storeWindow{start: now}
+		s.used[store] = w
+	}
+	if w.n >= s.limit {
+		return false
+	}
+	w.n++
+	return true
 }
 
 // Ready says why the receiver is not yet consuming, or nil.
@@ -541,6 +582,10 @@ func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
 			reply.Error, result = fmt.Sprintf("store_id %q asked on the subject of %s", req.StoreID, storeID), "invalid"
 		case len(req.FlowNos) > maxHaveFlows:
 			reply.Error, result = fmt.Sprintf("at most %d flow numbers per request", maxHaveFlows), "invalid"
+		case !r.haveLimit.allow(storeID, time.Now()):
+			// One store's credentials must not load HQ's database (issue
+			// 22 finding 6); posedge asks a few times a minute.
+			reply.Error, result = fmt.Sprintf("at most %d have requests per store in %v; retry later", haveLimitPerStore, haveLimitWindow), "limited"
 		default:
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			have, err := r.store.Have(qctx, storeID, req.FlowNos)

@@ -536,3 +536,49 @@ func TestReceiverDatabaseRefuses(t *testing.T) {
 		t.Fatalf("poison stored")
 	}
 }
+
+// One store's have requests are limited per process (issue 22 finding 6:
+// a store could load HQ's database without bound): past the limit HQ
+// answers an error, counted as result "limited", and another store is
+// still answered.
+func TestHaveRequestsLimitedPerStore(t *testing.T) {
+	n := testenv.StartNATS(t)
+	cfg := testConfig(n.URL(), "sqlite://"+t.TempDir()+"/hq.db")
+	startReceiver(t, cfg, "hq-a")
+	conns := map[string]*nats.Conn{}
+	for _, s := range []string{"S001", "S002"} {
+		c, err := nats.Connect(n.URL(), nats.CustomInboxPrefix(wire.InboxPrefix(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		conns[s] = c
+	}
+	ask := func(s string) wire.HaveReply {
+		t.Helper()
+		msg, err := conns[s].Request(wire.HaveSubject(s), []byte(`{"store_id":"`+s+`","flow_nos":["1"]}`), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r wire.HaveReply
+		if err := json.Unmarshal(msg.Data, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	answered := 0
+	for ; answered < 2000; answered++ {
+		if r := ask("S001"); r.Error != "" {
+			if !strings.Contains(r.Error, "have requests per store") {
+				t.Fatalf("after %d: %+v", answered, r)
+			}
+			break
+		}
+	}
+	if answered == 0 || answered >= 2000 {
+		t.Fatalf("S001 was answered %d times in a row", answered)
+	}
+	if r := ask("S002"); r.Error != "" {
+		t.Fatalf("S002 limited by S001's requests: %+v", r)
+	}
+}
