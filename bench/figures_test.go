@@ -111,6 +111,7 @@ const looseLimits = `  store: {limit: 100000, window: "1s"}
     refund: {limit: 100000, window: "1s"}
     sync: {limit: 100000, window: "1s"}
   fallback_fraction: 0.5
+  terminal_bytes: {limit: 1073741824, window: "1h"}
 `
 
 // figure is one line of the table.

@@ -17,6 +17,7 @@ const loose = `  store:    {limit: 100000, window: "1s"}
   actions:
     pay:    {limit: 100000, window: "1s"}
     scan:   {limit: 100000, window: "1s"}
+  terminal_bytes: {limit: 1073741824, window: "1h"}
 `
 
 // kill -9 of the daemon while four tills sell the realistic mix, then a

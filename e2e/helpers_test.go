@@ -751,4 +751,5 @@ var looseMix = strings.Join([]string{
 	`    scan:   {limit: 100000, window: "1s"}`,
 	`    refund: {limit: 100000, window: "1s"}`,
 	`    sync:   {limit: 100000, window: "1s"}`,
+	`  terminal_bytes: {limit: 1073741824, window: "1h"}`,
 }, "\n") + "\n"

@@ -25,6 +25,7 @@ const paced = `  store:    {limit: 100000, window: "1s"}
     scan:   {limit: 100000, window: "1s"}
     refund: {limit: 100000, window: "1s"}
     sync:   {limit: 100000, window: "1s"}
+  terminal_bytes: {limit: 1073741824, window: "1h"}
 `
 
 // The daemon kill -9 test repeated at random points: each run, four tills

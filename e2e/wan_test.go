@@ -23,6 +23,7 @@ const syncLimited = `  store:    {limit: 100000, window: "1s"}
     scan:   {limit: 100000, window: "1s"}
     refund: {limit: 100000, window: "1s"}
     sync:   {limit: 2, window: "1s"}
+  terminal_bytes: {limit: 1073741824, window: "1h"}
 `
 
 // statusJSON is the part of `posedge status --json` these tests read.

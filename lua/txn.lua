@@ -121,6 +121,12 @@ if mode == 'sale' or mode == 'refund' then
   elseif ARGV[12] == '1' then
     return {'token_invalid'} -- expired unused, or never issued
   end
+elseif mode == 'batch' then
+  -- A past sale may name its own till's token (issued, then the link
+  -- went down), never another till's: that would mark it PROCESSING and
+  -- fail that till's sale (issue 22 finding 9).
+  local owner = redis.call('HGET', KEYS[5], 'terminal')
+  if owner and owner ~= term then return {'token_invalid'} end
 end
 
 -- Sum quantities per barcode: a barcode may appear on several lines.
@@ -217,6 +223,7 @@ else
 end
 
 local negative = 0
+local unstocked = {} -- barcodes whose stock this call left alone (txn_undo.lua)
 for _, o in ipairs(order) do
   local b = o[1]
   if isRefund then
@@ -225,6 +232,8 @@ for _, o in ipairs(order) do
     -- A sale that already happened: only count stock of items we know.
     if redis.call('EXISTS', KEYS[o[2]]) == 1 then
       if redis.call('HINCRBY', KEYS[o[2]], 'stock', str(neg(qty[b]))) < 0 then negative = negative + 1 end
+    else
+      unstocked[#unstocked + 1] = b
     end
   else
     redis.call('HINCRBY', KEYS[o[2]], 'stock', str(neg(qty[b])))
@@ -247,8 +256,12 @@ local body = '{"flow_no":"' .. flow .. '",' .. ARGV[11]
 local state = 'PROCESSING'
 if isApply then state = 'COMPLETED' end
 redis.call('HSET', KEYS[1], 'state', state, 'fp', fp, 'flow_no', flow, 'owner', ARGV[7], 'at', ARGV[8], 'body', body)
-redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
+-- What txn_undo.lua needs to take this call back exactly: the stock it
+-- did not touch, the token's state before.
+if #unstocked > 0 then redis.call('HSET', KEYS[1], 'unstocked', table.concat(unstocked, ' ')) end
 if redis.call('EXISTS', KEYS[5]) == 1 then
+  redis.call('HSET', KEYS[1], 'token_was', redis.call('HGET', KEYS[5], 'state') or '')
   redis.call('HSET', KEYS[5], 'state', 'PROCESSING')
 end
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[10]))
 return {'ok', flow, negative}

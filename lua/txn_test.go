@@ -140,6 +140,10 @@ func TestTxnScriptRefusalChangesNothing(t *testing.T) {
 		{"refund priced before another landed", map[string]map[string]any{kRefunded: {"A1": "2"}},
 			txnCall{mode: "refund", total: "100", lines: []txnLine{{barcode: "A1", qty: "1", sold: "3", refunded: "1"}}},
 			[]any{"refund_repriced", "A1"}},
+		// Issue 22 finding 9: before, the batch marked T02's token
+		// PROCESSING, so T02's own sale with it failed.
+		{"batch naming another till's payment token", map[string]map[string]any{kToken: {"terminal": "T02", "state": "PENDING"}},
+			txnCall{mode: "batch", total: "100", lines: one("1")}, []any{"token_invalid"}},
 		{"max_sale_cents argument not a number", nil, txnCall{mode: "sale", total: "100", lines: one("1"), maxCents: "1e11"},
 			[]any{"invalid_argument", "max_sale_cents"}},
 	}
@@ -275,5 +279,101 @@ func BenchmarkTxnScript(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// undo runs txn_undo.lua for the call c that txn.lua answered with flow.
+func (c txnCall) undo(ctx context.Context, t *testing.T, rdb *redis.Client, owner, flow string) []any {
+	t.Helper()
+	keys := []string{kIdem, kSeq, kDaily, kHourly, kToken, kRefunded}
+	argv := []any{c.mode, "T01", "fp1", "cash", c.total, "10", owner, flow, fmt.Sprint(len(c.lines))}
+	for _, l := range c.lines {
+		keys = append(keys, item(l.barcode))
+		argv = append(argv, l.barcode, l.qty)
+	}
+	res, err := MustScript("txn_undo.lua").Run(ctx, rdb, keys, argv...).Slice()
+	if err != nil {
+		return []any{"error", err.Error()}
+	}
+	return res
+}
+
+// settled is snapshot without the flow sequence (an undone call's number
+// stays used: a gap) and without counters at zero (a field the call
+// created and the undo took back to 0 counts nothing).
+func settled(ctx context.Context, t *testing.T, rdb *redis.Client) map[string]any {
+	t.Helper()
+	out := snapshot(ctx, t, rdb)
+	delete(out, kSeq)
+	for k, v := range out {
+		h, ok := v.(map[string]string)
+		if !ok {
+			continue
+		}
+		for f, x := range h {
+			if x == "0" && f != "stock" {
+				delete(h, f)
+			}
+		}
+		if len(h) == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// txn_undo.lua takes back exactly what txn.lua did for a sale, a refund
+// and a batch sale with an item Redis does not know, the payment token
+// included: Redis is as before the call (issue 22 finding 5, a sale
+// answered 503 journal_unavailable). A second undo, or one naming another
+// owner or flow number, changes nothing.
+func TestTxnUndoTakesBackExactly(t *testing.T) {
+	rdb := testenv.StartRedisSingle(t).NodeClient(0)
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		call txnCall
+	}{
+		{"sale of two lines of one barcode", txnCall{mode: "sale", total: "300", lines: []txnLine{{barcode: "A1", qty: "1"}, {barcode: "A1", qty: "2"}}}},
+		{"refund", txnCall{mode: "refund", total: "100", lines: []txnLine{{barcode: "A1", qty: "1", sold: "3", refunded: "1"}}}},
+		{"batch sale with an unknown item", txnCall{mode: "batch", total: "250", lines: []txnLine{{barcode: "A1", qty: "2"}, {barcode: "ZZ", qty: "1"}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := rdb.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rdb.HSet(ctx, item("A1"), "name", "Apple", "price_cents", "100", "stock", "5")
+			rdb.Set(ctx, kSeq, "41", 0)
+			rdb.HSet(ctx, kDaily, "t:T01:sales", "7", "t:T01:sales_cents", "700", "t:T01:refunds", "1", "t:T01:refund_cents", "100")
+			rdb.HSet(ctx, kRefunded, "A1", "1")
+			rdb.HSet(ctx, kToken, "terminal", "T01", "state", "PENDING")
+			before := settled(ctx, t, rdb)
+			res := tc.call.run(ctx, t, rdb)
+			if len(res) < 2 || res[0] != "ok" {
+				t.Fatalf("txn.lua: %v", res)
+			}
+			flow := res[1].(string)
+			if reflect.DeepEqual(settled(ctx, t, rdb), before) {
+				t.Fatal("txn.lua changed nothing: the test proves nothing")
+			}
+			for _, other := range []struct{ owner, flow string }{{"owner2", flow}, {"owner1", "1000000000000999"}} {
+				if r := tc.call.undo(ctx, t, rdb, other.owner, other.flow); len(r) == 0 || r[0] != "not_ours" {
+					t.Fatalf("undo of owner %s flow %s: %v", other.owner, other.flow, r)
+				}
+			}
+			if r := tc.call.undo(ctx, t, rdb, "owner1", flow); len(r) == 0 || r[0] != "undone" {
+				t.Fatalf("undo: %v", r)
+			}
+			if after := settled(ctx, t, rdb); !reflect.DeepEqual(after, before) {
+				t.Fatalf("after the undo:\n%v\nbefore the call:\n%v", after, before)
+			}
+			if r := tc.call.undo(ctx, t, rdb, "owner1", flow); len(r) == 0 || r[0] != "not_ours" {
+				t.Fatalf("second undo: %v", r)
+			}
+			if after := settled(ctx, t, rdb); !reflect.DeepEqual(after, before) {
+				t.Fatalf("a second undo changed Redis: %v", after)
+			}
+		})
 	}
 }

@@ -24,5 +24,8 @@ func (c *checkConfigCommand) Run(ctx context.Context, args []string, stdout io.W
 		return &exitError{code: 1, err: err}
 	}
 	fmt.Fprintf(stdout, "%s: OK (store %s, %d terminals)\n", p, cfg.StoreID, len(cfg.Terminals))
+	for _, w := range cfg.PlaintextWarnings() {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
 	return nil
 }

@@ -85,6 +85,12 @@ func TestInstallRefusesPathsTheServiceCannotSee(t *testing.T) {
 	if len(p) != 3 || !strings.Contains(p[0], "ProtectHome") || !strings.Contains(p[1], "PrivateTmp") {
 		t.Fatalf("problems %q", p)
 	}
+	// Issue 22 finding 9: a newline became an extra root ExecStartPre.
+	p = linuxInstallProblems(unitParams{Exe: "/usr/local/bin/posedge", Config: "/etc/posedge/posedge.yaml",
+		Journal: "/var/lib/posedge/j.db\nExecStartPre=/bin/sh -c id"})
+	if len(p) != 1 || !strings.Contains(p[0], "control character") {
+		t.Fatalf("problems of a journal path with a newline: %q", p)
+	}
 }
 
 func TestServiceConfigRunsTheSameCommandAsRun(t *testing.T) {

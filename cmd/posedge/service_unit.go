@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"unicode"
 )
 
 // The systemd unit, one template for both users of it: `posedge install`
@@ -139,6 +140,9 @@ func linuxInstallProblems(p unitParams) []string {
 					what, path, strings.TrimSuffix(hidden.dir, "/"), hidden.why, map[string]string{
 						"binary": "/usr/local/bin/posedge", "config": "/etc/posedge/posedge.yaml", "journal.path": "/var/lib/posedge/journal.db"}[what]))
 			}
+		}
+		if strings.IndexFunc(path, unicode.IsControl) >= 0 {
+			probs = append(probs, fmt.Sprintf("%s %q: a path with a control character (a newline would add a line to the unit) cannot be written into the unit", what, path))
 		}
 		if strings.Contains(path, "{{") {
 			probs = append(probs, fmt.Sprintf("%s %s: a path with {{ cannot be written into the unit", what, path))

@@ -74,7 +74,8 @@ func offlineReport(ctx context.Context, cfg *config.Config, cause error) status.
 	if errors.As(cause, &ne) && ne.Timeout() {
 		msg = "timed out"
 	}
-	f := status.Facts{Now: time.Now(), DaemonUp: false, DaemonError: msg + " (admin " + cfg.Admin.Listen + ")", StoreID: cfg.StoreID}
+	f := status.Facts{Now: time.Now(), DaemonUp: false, DaemonError: msg + " (admin " + cfg.Admin.Listen + ")", StoreID: cfg.StoreID,
+		Plaintext: cfg.PlaintextWarnings()}
 	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{ReadOnly: true})
 	if err != nil {
 		f.Journal = status.JournalFacts{Path: cfg.Journal.Path, Error: err.Error()}

@@ -47,6 +47,7 @@ type apiEnv struct {
 type envOpts struct {
 	limits   *ratelimit.Config
 	sentinel bool
+	quota    *ByteQuota // limits.terminal_bytes; nil: none
 }
 
 func newEnv(t testing.TB, o envOpts) *apiEnv {
@@ -97,7 +98,7 @@ func newEnv(t testing.TB, o envOpts) *apiEnv {
 	}
 	hm := NewHTTPMetrics(reg)
 	e.term = httptest.NewServer(NewTerminal(TerminalDeps{Keys: hashes, Ledger: e.ledger, Limiter: lim, HTTP: hm,
-		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: NewLastSeen()}))
+		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: NewLastSeen(), Quota: o.quota}))
 	t.Cleanup(e.term.Close)
 	e.adminSrv = httptest.NewServer(NewAdmin(AdminDeps{Ledger: e.ledger, Limiter: lim, Log: log, HTTP: hm,
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),

@@ -28,6 +28,7 @@ type TerminalDeps struct {
 	Log     *slog.Logger
 	Seen    *LastSeen    // may be nil
 	HTTP    *HTTPMetrics // may be nil
+	Quota   *ByteQuota   // limits.terminal_bytes; nil: none
 }
 
 // LastSeen records when each terminal last called.
@@ -226,6 +227,9 @@ func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term s
 		fail(w, t.Log, e)
 		return
 	}
+	if !t.Quota.charge(w, term, b) {
+		return
+	}
 	req, e := parse(b, t.Ledger.Bounds())
 	if e != nil {
 		fail(w, t.Log, e)
@@ -248,6 +252,9 @@ func (t *terminalAPI) batch(w http.ResponseWriter, r *http.Request, term string)
 	b, e := readBody(r, maxBatchBodyBytes)
 	if e != nil {
 		fail(w, t.Log, e)
+		return
+	}
+	if !t.Quota.charge(w, term, b) {
 		return
 	}
 	sales, e := parseBatch(b, t.Ledger.Bounds())

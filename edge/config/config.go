@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"runtime"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/goccy/go-yaml"
 
@@ -149,6 +152,10 @@ type Config struct {
 		Terminal         Policy            `yaml:"terminal"`
 		Actions          map[string]Policy `yaml:"actions"`
 		FallbackFraction float64           `yaml:"fallback_fraction"`
+		// TerminalBytes bounds the bytes of sale, refund and batch bodies
+		// one terminal may send per window (issue 22 finding 6): what one
+		// till can make Redis and the journal hold.
+		TerminalBytes Policy `yaml:"terminal_bytes"`
 	} `yaml:"limits"`
 	Terminals []Terminal `yaml:"terminals"`
 	Log       struct {
@@ -192,6 +199,7 @@ func Defaults() Config {
 	// The limits' defaults are the limiter's (contract §2).
 	store, terminal, actions := ratelimit.DefaultPolicies()
 	c.Limits.Store, c.Limits.Terminal = policyOf(store), policyOf(terminal)
+	c.Limits.TerminalBytes = Policy{Limit: DefaultTerminalBytes, Window: Dur(time.Hour)}
 	c.Limits.Actions = make(map[string]Policy, len(actions))
 	for name, p := range actions {
 		c.Limits.Actions[name] = policyOf(p)
@@ -308,6 +316,14 @@ func (v ValidationError) Error() string {
 	return b.String()
 }
 
+// The per-terminal byte quota (limits.terminal_bytes): by default 4 MiB
+// an hour, four days' worth of a busy till's sales uploaded at once; at
+// least one full batch body (1 MiB).
+const (
+	DefaultTerminalBytes = 4 << 20
+	MinTerminalBytes     = 1 << 20
+)
+
 var (
 	idPattern    = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 	sha256Hex    = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
@@ -323,7 +339,7 @@ func (c *Config) Validate() error {
 		"redis.timeout": c.Redis.Timeout, "redis.wait_timeout": c.Redis.WaitTimeout,
 		"journal.retention": c.Journal.Retention, "hq.backlog_crit_age": c.HQ.BacklogCritAge,
 		"hq.ack_timeout": c.HQ.AckTimeout, "hq.confirm_after": c.HQ.ConfirmAfter, "hq.catalog_stale_after": c.HQ.CatalogStaleAfter, "limits.store.window": c.Limits.Store.Window,
-		"limits.terminal.window": c.Limits.Terminal.Window,
+		"limits.terminal.window": c.Limits.Terminal.Window, "limits.terminal_bytes.window": c.Limits.TerminalBytes.Window,
 	}
 	for k, p := range c.Limits.Actions {
 		durations["limits.actions."+k+".window"] = p.Window
@@ -458,6 +474,11 @@ func (c *Config) Validate() error {
 	}
 	checkPolicy("limits.store", c.Limits.Store)
 	checkPolicy("limits.terminal", c.Limits.Terminal)
+	if tb := c.Limits.TerminalBytes; tb.Limit < MinTerminalBytes || tb.Limit > 1<<30 {
+		add("limits.terminal_bytes.limit", "must be %d (one full batch) to %d bytes, got %d", MinTerminalBytes, 1<<30, tb.Limit)
+	} else if tb.Window.D() < time.Second || tb.Window.D() > 24*time.Hour {
+		add("limits.terminal_bytes.window", "must be 1s to 24h, got %v", tb.Window.D())
+	}
 	names := make([]string, 0, len(c.Limits.Actions))
 	for k := range c.Limits.Actions {
 		names = append(names, k)
@@ -502,6 +523,15 @@ func (c *Config) Validate() error {
 	default:
 		add("log.format", "must be text or json, got %q", c.Log.Format)
 	}
+	// No value may carry a control character: a newline in journal.path
+	// became a line of its own (an extra root ExecStartPre) in the unit
+	// posedge install writes (issue 22 finding 9). The value is never
+	// quoted: it may be a secret.
+	walkStrings(reflect.ValueOf(c).Elem(), "", func(key, v string) {
+		if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
+			add(key, "must not contain control characters (found one at byte %d)", i)
+		}
+	})
 	if len(errs) > 0 {
 		return errs
 	}
@@ -543,3 +573,84 @@ func (c *Config) AdminToken() (string, error) {
 
 // IsLoopback reports whether a host:port listens on loopback only.
 func IsLoopback(hostport string) bool { return httpguard.IsLoopback(hostport) }
+
+// walkStrings calls f with the YAML key path and value of every string
+// in v (structs, slices, maps of them).
+func walkStrings(v reflect.Value, key string, f func(key, v string)) {
+	switch v.Kind() {
+	case reflect.String:
+		f(key, v.String())
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			walkStrings(v.Elem(), key, f)
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			name := strings.Split(sf.Tag.Get("yaml"), ",")[0]
+			if name == "" || name == "-" {
+				name = strings.ToLower(sf.Name)
+			}
+			k := name
+			if key != "" {
+				k = key + "." + name
+			}
+			walkStrings(v.Field(i), k, f)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			walkStrings(v.Index(i), fmt.Sprintf("%s[%d]", key, i), f)
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			mk := fmt.Sprint(iter.Key().Interface())
+			if strings.IndexFunc(mk, unicode.IsControl) >= 0 {
+				f(key, mk)
+				continue
+			}
+			walkStrings(iter.Value(), key+"."+mk, f)
+		}
+	}
+}
+
+// PlaintextWarnings names the links this config leaves in plaintext off
+// loopback (issue 22 finding 9): the terminal listener without tls (the
+// tills' keys and every sale cross the LAN readable), and a nats:// HQ URL
+// to a host that is not loopback without hq.ca_file or hq.cert_file (the
+// store's NATS password and its sales cross the WAN readable). They are
+// warnings, not errors: a store may terminate TLS in front of posedge.
+// Valid after Validate; user info is never shown.
+func (c *Config) PlaintextWarnings() []string {
+	var out []string
+	if c.TLS.CertFile == "" && !loopbackAddr(c.Listen) {
+		out = append(out, fmt.Sprintf("listen %s is off loopback without tls: terminal keys and sales cross the LAN in plaintext (set tls.cert_file and tls.key_file)", c.Listen))
+	}
+	if c.HQ.CAFile == "" && c.HQ.CertFile == "" {
+		for _, u := range natsurl.Split(c.HQ.NATSURL) {
+			pu, err := url.Parse(u)
+			if err != nil || pu.Scheme != "nats" || loopbackHost(pu.Hostname()) {
+				continue
+			}
+			out = append(out, fmt.Sprintf("hq.nats_url %s is plaintext nats:// to a host off loopback: the store's NATS credentials and sales cross the network readable (use tls:// or set hq.ca_file)", natsurl.Redact(u)))
+		}
+	}
+	return out
+}
+
+func loopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && loopbackHost(host)
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -71,6 +71,10 @@ func TestParseRejects(t *testing.T) {
 		{"max sale zero", "max_sale_cents: 0\n", []string{"max_sale_cents: must be 1-1000000000000000"}},
 		{"max sale negative", "max_sale_cents: -5\n", []string{"max_sale_cents: must be"}},
 		{"max sale above the bound", "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents: must be"}},
+		// Issue 22 finding 9: the newline reached the unit posedge install writes.
+		{"newline in journal.path", "journal: {path: \"/var/lib/posedge/j.db\\nExecStartPre=/bin/sh -c id\"}\n", []string{"journal.path: must not contain control characters"}},
+		{"control character in a password", "redis: {sentinels: [\"127.0.0.1:1\"], master_name: \"posedge\", password: \"a\\x01b\"}\n", []string{"redis.password: must not contain control characters"}},
+		{"newline in a terminal id", "terminals:\n  - {id: \"T01\\n\", key_sha256: \"0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f\"}\n", []string{"terminals[0].id: must not contain control characters"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,6 +237,40 @@ func TestAdminTokenFile(t *testing.T) {
 			for _, leak := range []string{"s3cr3t", long[:31]} {
 				if strings.Contains(err.Error(), leak) {
 					t.Errorf("error quotes the token: %v", err)
+				}
+			}
+		})
+	}
+}
+
+// check-config and status name each link left in plaintext off loopback
+// (issue 22 finding 9: neither did), never the NATS password.
+func TestPlaintextWarnings(t *testing.T) {
+	cases := []struct {
+		name  string
+		extra string
+		want  []string // substrings, one per warning, in order
+	}{
+		{"all on loopback", "", nil},
+		{"terminal listener on the LAN", "listen: \"0.0.0.0:8090\"\n", []string{"listen 0.0.0.0:8090 is off loopback without tls"}},
+		{"terminal listener with tls", "listen: \"0.0.0.0:8090\"\ntls: {cert_file: \"/c\", key_file: \"/k\"}\n", nil},
+		{"plaintext NATS to HQ", "hq: {nats_url: \"nats://s001:hunter2@hq.example:4222\"}\n", []string{"hq.example:4222 is plaintext nats://"}},
+		{"NATS over tls://", "hq: {nats_url: \"tls://s001:hunter2@hq.example:4222\"}\n", nil},
+		{"NATS with a CA", "hq: {nats_url: \"nats://hq.example:4222\", ca_file: \"/ca.pem\"}\n", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := Parse([]byte(withSection(minimal, tc.extra)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := c.PlaintextWarnings()
+			if len(got) != len(tc.want) {
+				t.Fatalf("warnings %q, want %d", got, len(tc.want))
+			}
+			for i, w := range tc.want {
+				if !strings.Contains(got[i], w) || strings.Contains(got[i], "hunter2") {
+					t.Errorf("warning %q, want it to contain %q and no password", got[i], w)
 				}
 			}
 		})

@@ -107,7 +107,8 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	m.watchReplay(d.reg, d.replay)
 	httpMetrics := api.NewHTTPMetrics(d.reg)
 	termDeps := api.TerminalDeps{Keys: cfg.TerminalKeys(), Ledger: d.ledger, Limiter: d.limiter,
-		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics}
+		Guard: ratelimit.NewAuthGuard(10, time.Minute, time.Now), Log: log, Seen: d.seen, HTTP: httpMetrics,
+		Quota: api.NewByteQuota(int64(cfg.Limits.TerminalBytes.Limit), cfg.Limits.TerminalBytes.Window.D(), time.Now, d.reg)}
 	term := api.NewTerminal(termDeps)
 	admin := api.NewAdmin(api.AdminDeps{Token: adminToken, Ledger: d.ledger, Limiter: d.limiter,
 		Metrics: promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{}), Ready: d.readyErr,
@@ -231,6 +232,7 @@ func (d *Daemon) Status(ctx context.Context) status.Report {
 	f := d.health.Snapshot().Facts(time.Now())
 	f.Version, f.StoreID, f.UptimeSeconds = d.version, d.cfg.StoreID, int64(time.Since(d.started)/time.Second)
 	f.Terminals, f.Reconciliation = d.seen.Snapshot(), d.rec.Differences()
+	f.Plaintext = d.cfg.PlaintextWarnings()
 	f.Journal, f.HQ = JournalFacts(ctx, d.j, f.HQ)
 	cs := d.catalog.State()
 	f.Catalog = &status.CatalogFacts{Revision: cs.Revision, AppliedAt: cs.AppliedAt, Watching: cs.Watching, DownSince: cs.DownSince}

@@ -71,6 +71,7 @@ type metrics struct {
 	recovered      prometheus.Counter
 	failovers      prometheus.Counter
 	unappliable    prometheus.Counter
+	undone         *prometheus.CounterVec // by result: undone | failed
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -93,14 +94,18 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Redis master changes seen (Sentinel failover or restart); each triggers a repair from the journal."}),
 		unappliable: prometheus.NewCounter(prometheus.CounterOpts{Name: "posedge_unappliable_transactions_total",
 			Help: "Journaled transactions Redis refused to apply for a reason other than an outage, set aside (posedge journal quarantine list)."}),
+		undone: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "posedge_journal_refused_undone_total",
+			Help: "Sales and refunds Redis applied but the journal refused (answered 503 journal_unavailable), taken back in Redis, by result (undone, failed)."}, []string{"result"}),
 	}
+	m.undone.WithLabelValues("undone")
+	m.undone.WithLabelValues("failed")
 	for _, kind := range []string{"sale", "refund"} {
 		for _, mode := range []string{journal.ModeNormal, journal.ModeDegraded, journal.ModeRecovered} {
 			m.sales.WithLabelValues(kind, mode) // every series exists from the start, at 0
 		}
 	}
 	if reg != nil {
-		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered, m.unappliable)
+		reg.MustRegister(m.failovers, m.sales, m.waitShortfall, m.negativeStock, m.scriptSeconds, m.journalSeconds, m.degraded, m.recovered, m.unappliable, m.undone)
 	}
 	return m
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,16 +134,20 @@ func TestStartRepairsRedisThatLostWrites(t *testing.T) {
 }
 
 // A sale Redis applied but the journal could not take (here: the journal
-// is full) is journaled, as Redis recorded it, by the next daemon's start;
-// its retry then answers that sale and changes nothing.
-func TestStartJournalsSaleLeftInRedisOnly(t *testing.T) {
+// is full) is answered 503 journal_unavailable and recorded nowhere
+// (issue 22 finding 5): Redis's stock and day totals are as before it,
+// the next daemon's start does not journal it (so HQ never receives it),
+// and only a retry with the same key records it, once, afresh.
+func TestJournalRefusedSaleIsNeverRecorded(t *testing.T) {
 	e := newEnv(t, journal.Options{MaxPageCount: 30})
 	e.putItem("A", 150, 100000)
 	var lost string
+	var stock int64
+	var day ledger.Totals
 	for i := 0; lost == ""; i++ {
 		key := fmt.Sprintf("k%d", i)
-		_, err := e.sale("T01", key, sale1("A", 1, 150))
-		if err != nil {
+		stock, day = e.stock("A"), e.today()
+		if _, err := e.sale("T01", key, sale1("A", 1, 150)); err != nil {
 			le := refusal(t, err)
 			if le.Code != "journal_unavailable" || le.Kind != ledger.KindUnavailable {
 				t.Fatalf("sale %d: %v", i, le)
@@ -153,57 +158,74 @@ func TestStartJournalsSaleLeftInRedisOnly(t *testing.T) {
 			t.Fatal("the journal never filled up")
 		}
 	}
-	stock := e.stock("A")
-	day := e.today()
+	if got := e.stock("A"); got != stock {
+		t.Fatalf("stock after the 503: %d, want %d (as before the sale)", got, stock)
+	}
+	if got := e.today(); got != day {
+		t.Fatalf("day totals after the 503: %+v, want %+v", got, day)
+	}
 
 	e.restart(journal.Options{})
 	if _, err := e.l.Start(e.ctx); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	jt := e.journaled("T01", lost)
-	if jt == nil || jt.Mode != journal.ModeRecovered || !jt.Applied || !normalFlow.MatchString(jt.FlowNo) {
-		t.Fatalf("journal row of the sale left in Redis: %+v", jt)
-	}
-	r, err := e.sale("T01", lost, sale1("A", 1, 150))
-	if err != nil || !r.Replayed || r.FlowNo != jt.FlowNo {
-		t.Fatalf("retry: %+v %v", r, err)
+	if jt := e.journaled("T01", lost); jt != nil {
+		t.Fatalf("start-up recovery journaled the sale answered 503: %+v", jt)
 	}
 	if got := e.stock("A"); got != stock {
-		t.Fatalf("stock %d, want %d", got, stock)
+		t.Fatalf("stock after the restart: %d, want %d", got, stock)
 	}
-	if got := e.today(); got != day {
-		t.Fatalf("day totals %+v, want %+v", got, day)
+	r, err := e.sale("T01", lost, sale1("A", 1, 150))
+	if err != nil || r.Replayed {
+		t.Fatalf("retry: %+v %v", r, err)
+	}
+	jt := e.journaled("T01", lost)
+	if jt == nil || jt.Mode != journal.ModeNormal || jt.FlowNo != r.FlowNo {
+		t.Fatalf("journal row of the retried sale: %+v", jt)
+	}
+	again, err := e.sale("T01", lost, sale1("A", 1, 150))
+	if err != nil || !again.Replayed || again.FlowNo != r.FlowNo {
+		t.Fatalf("second retry: %+v %v", again, err)
+	}
+	if got := e.stock("A"); got != stock-1 {
+		t.Fatalf("stock after the retry: %d, want %d (sold once)", got, stock-1)
+	}
+	want := day
+	want.Sales, want.SalesCents = day.Sales+1, day.SalesCents+150
+	if got := e.today(); got.Sales != want.Sales || got.SalesCents != want.SalesCents {
+		t.Fatalf("day totals after the retry: %+v, want %+v", got, want)
 	}
 }
 
-// A batch sale that happened yesterday and was left in Redis only is
-// journaled on the business day (and hour) of its occurred_at, as Redis
-// counted it, not on the day of its recovery: else reconciliation would
-// move it between days.
+// A sale a crashed daemon left applied in Redis only (state PROCESSING of
+// another owner, no journal row: here its journal was lost) is journaled
+// by the next start on the business day (and hour) of its occurred_at, as
+// Redis counted it, not on the day of its recovery: else reconciliation
+// would move it between days.
 func TestRecoveredSaleKeepsItsBusinessDay(t *testing.T) {
-	e := newEnv(t, journal.Options{MaxPageCount: 30})
+	e := newEnv(t, journal.Options{})
 	e.putItem("A", 150, 100000)
 	at := time.Now().UTC().Add(-26 * time.Hour)
-	var lost string
-	for i := 0; lost == ""; i++ {
-		key := fmt.Sprintf("k%d", i)
-		req := sale1("A", 1, 150)
-		req.OccurredAt = at.Format(time.RFC3339)
-		if _, err := e.sale("T01", key, req); err != nil {
-			if le := refusal(t, err); le.Code != "journal_unavailable" {
-				t.Fatalf("sale %d: %v", i, le)
-			}
-			lost = key
-		}
-		if i > 5000 {
-			t.Fatal("the journal never filled up")
-		}
+	own := e.jPath
+	e.jPath = filepath.Join(t.TempDir(), "lost.db") // the crashed daemon's journal, lost
+	e.restart(journal.Options{})
+	req := sale1("A", 1, 150)
+	req.OccurredAt = at.Format(time.RFC3339)
+	e.mustSale("T01", "lost", req)
+	e.waitCompleted("T01:lost")
+	names, err := e.rdb.Keys(e.ctx, "*idem:T01:lost").Result()
+	if err != nil || len(names) != 1 {
+		t.Fatalf("record: %v %v", names, err)
 	}
+	if err := e.rdb.HSet(e.ctx, names[0], "state", "PROCESSING", "owner", "crashed", "at", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.jPath = own
 	e.restart(journal.Options{})
 	if _, err := e.l.Start(e.ctx); err != nil {
 		t.Fatalf("start: %v", err)
 	}
-	jt := e.journaled("T01", lost)
+	jt := e.journaled("T01", "lost")
 	if jt == nil || jt.Mode != journal.ModeRecovered {
 		t.Fatalf("journal row of the sale left in Redis: %+v", jt)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -75,9 +76,12 @@ func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*
 	}
 	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), b.withFlow(flow), journal.ModeNormal, true
 	if err := l.journalAppend(ctx, t); err != nil {
-		// Redis holds the effects and the result under PROCESSING: the
-		// retry with the same key journals that result (see existing).
-		l.log.Error("journal append failed after redis applied the sale", "flow_no", flow, "err", err)
+		// The till is told 503: the sale must be recorded nowhere unless
+		// it retries the key (contract §3, issue 22 finding 5), so Redis's
+		// effects are taken back before the answer; the retry runs the
+		// script afresh.
+		l.log.Error("journal append failed after redis applied the sale; taking it back in redis", "flow_no", flow, "err", err)
+		l.undo(ctx, a, flow)
 		return nil, errJournal(err)
 	}
 	// Marking the record COMPLETED is bookkeeping, not durability (the
@@ -85,6 +89,30 @@ func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*
 	go l.complete(context.WithoutCancel(ctx), t.TerminalID, t.IdemKey)
 	return &Result{Body: t.Body, FlowNo: flow}, nil
 }
+
+// undo runs txn_undo.lua for a call of txn.lua the journal then refused.
+// Redis answered that call a moment ago; should it fail now, the record
+// stays PROCESSING: a retry journals it, and so would start-up recovery
+// (the residual case of docs/durability.md, "A 503 is never recorded").
+func (l *Ledger) undo(ctx context.Context, a txnArgs, flow string) {
+	ks := []string{l.k.idem(a.term, a.key), l.k.seq(), l.k.daily(a.day), l.k.hourly(a.day), l.k.token(a.key), l.k.refunded(a.refundOf)}
+	argv := []any{a.mode, a.term, a.fp, a.tender, a.total, a.hour, l.owner, flow, len(a.lines)}
+	for _, ln := range a.lines {
+		ks = append(ks, l.k.item(ln.barcode))
+		argv = append(argv, ln.barcode, ln.qty)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.RedisTimeout)
+	defer cancel()
+	res, err := undoScript.Run(ctx, l.rdb, ks, argv...).Slice()
+	if err != nil || len(res) == 0 || res[0] != "undone" {
+		l.metrics.undone.WithLabelValues("failed").Inc()
+		l.log.Error("could not take back in redis a sale the journal refused", "terminal", a.term, "flow_no", flow, "answer", res, "err", err)
+		return
+	}
+	l.metrics.undone.WithLabelValues("undone").Inc()
+}
+
+var undoScript = lua.MustScript("txn_undo.lua")
 
 func (l *Ledger) recordDegraded(ctx context.Context, t journal.Txn, b body) (*Result, error) {
 	for {

@@ -250,8 +250,8 @@ func TestDifferenceSeenOnceIsLeftAlone(t *testing.T) {
 }
 
 // A sale Redis applied whose journal write failed (the journal cannot
-// grow) is in Redis only until the till's retry journals it: its day and
-// item are left alone, not "corrected".
+// grow) was taken back in Redis before its 503 (issue 22 finding 5): the
+// day reconciles clean, with nothing to skip or correct.
 func TestUnjournaledSaleIsNotCorrectedAway(t *testing.T) {
 	e := newEnv(t, journal.Options{MaxPageCount: 30})
 	e.item("A", 100000)
@@ -271,7 +271,7 @@ func TestUnjournaledSaleIsNotCorrectedAway(t *testing.T) {
 	before, _ := e.stats()
 	rep := e.run()
 	t.Logf("%+v", rep)
-	if rep.Differences != 0 || rep.Corrected != 0 || len(rep.Skipped) != 2 {
+	if rep.Differences != 0 || rep.Corrected != 0 || len(rep.Skipped) != 0 {
 		t.Fatalf("report: %+v", rep)
 	}
 	after, _ := e.stats()

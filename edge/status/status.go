@@ -64,6 +64,9 @@ type Facts struct {
 	Terminals         map[string]time.Time
 	Reconciliation    int64         // differences found by the last reconciliation
 	Catalog           *CatalogFacts // nil: not known (then not reported)
+	// Plaintext names links the config leaves in plaintext off loopback
+	// (config.PlaintextWarnings).
+	Plaintext []string
 }
 
 // CatalogFacts describe the watch of HQ's item master.
@@ -251,6 +254,12 @@ func Evaluate(f Facts, th Thresholds) Report {
 	}
 	add := func(name, level, detail, hint string) {
 		r.Checks = append(r.Checks, Check{Name: name, Status: level, Detail: detail, Hint: hint})
+	}
+	// Informational (the contract's rules alone turn a store WARN), shown
+	// whether or not the daemon answers.
+	if len(f.Plaintext) > 0 {
+		add("plaintext", OK, "warning: "+strings.Join(f.Plaintext, "; "),
+			"configure TLS for these links, or keep them on a network no one else reaches (docs/security.md)")
 	}
 	if !f.DaemonUp {
 		add("daemon", Crit, "posedge daemon not answering: "+f.DaemonError,

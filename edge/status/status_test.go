@@ -157,8 +157,9 @@ func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
 		"catalog watching, last change days ago": func(f *Facts) {
 			f.Catalog = &CatalogFacts{Revision: 9, AppliedAt: ago(72 * time.Hour), Watching: true}
 		},
-		"catalog never applied, watching": func(f *Facts) { f.Catalog = &CatalogFacts{Watching: true} },
-		"catalog watch down 59 minutes":   func(f *Facts) { f.Catalog = &CatalogFacts{Revision: 9, DownSince: *ago(59 * time.Minute)} },
+		"catalog never applied, watching":  func(f *Facts) { f.Catalog = &CatalogFacts{Watching: true} },
+		"catalog watch down 59 minutes":    func(f *Facts) { f.Catalog = &CatalogFacts{Revision: 9, DownSince: *ago(59 * time.Minute)} },
+		"plaintext links (told, not WARN)": func(f *Facts) { f.Plaintext = []string{"listen 0.0.0.0:8080 is off loopback without tls"} },
 	}
 	for name, edit := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -385,4 +386,21 @@ func TestCatalogNotInitialised(t *testing.T) {
 		}
 	}
 	t.Errorf("no catalog check in %+v", r.Checks)
+}
+
+// A link left in plaintext off loopback is named in status, informational
+// (issue 22 finding 9: status said nothing).
+func TestPlaintextLinksAreTold(t *testing.T) {
+	f := healthy()
+	f.Plaintext = []string{"listen 0.0.0.0:8080 is off loopback without tls", "hq.nats_url nats://hq.example:4222 is plaintext"}
+	r := Evaluate(f, thresholds())
+	for _, c := range r.Checks {
+		if c.Name == "plaintext" {
+			if !strings.Contains(c.Detail, "0.0.0.0:8080") || !strings.Contains(c.Detail, "hq.example") || c.Hint == "" {
+				t.Fatalf("plaintext check %+v", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("no plaintext check in %+v", r.Checks)
 }

@@ -40,3 +40,34 @@ func StorePermissions(s string) string {
         subscribe: {allow: ["_INBOX.%s.>"]}
       }}`, strings.ToLower(s), s, s, s, s, s)
 }
+
+// DocumentedPassword is the password SecurityTemplate gives every user.
+const DocumentedPassword = "pw"
+
+// SecurityTemplate returns the NATS account template of docs/security.md
+// (the first fenced block after "## Per-store NATS permissions" in the
+// file at path) with every "…" password replaced by DocumentedPassword,
+// so tests run the documented text itself rather than a copy of it.
+func SecurityTemplate(t testing.TB, path string) string {
+	t.Helper()
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read the documented template: %v", err)
+	}
+	s := string(doc)
+	i := strings.Index(s, "## Per-store NATS permissions")
+	if i < 0 {
+		t.Fatalf("%s: no \"## Per-store NATS permissions\" section", path)
+	}
+	s = s[i:]
+	open := strings.Index(s, "```\n")
+	if open < 0 {
+		t.Fatalf("%s: no fenced block in the permissions section", path)
+	}
+	s = s[open+4:]
+	end := strings.Index(s, "```")
+	if end < 0 {
+		t.Fatalf("%s: unterminated fenced block", path)
+	}
+	return strings.ReplaceAll(s[:end], `"…"`, `"`+DocumentedPassword+`"`)
+}

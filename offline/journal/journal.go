@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -179,6 +180,9 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		j.r = r
 		close(j.stopped)
 		return j, nil
+	}
+	if err := createPrivate(path); err != nil {
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
 	w, err := sql.Open("sqlite", dsn(path, o, false))
 	if err != nil {
@@ -465,4 +469,19 @@ func ts(t time.Time) string { return t.UTC().Format(timeLayout) }
 func parseTS(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
+}
+
+// createPrivate creates an empty file at path with mode 0600 unless one
+// exists, so SQLite (which gives its -wal and -shm files the database's
+// mode) never creates the journal readable by others whatever the umask
+// (issue 22 finding 9: the journal was 0644 outside the systemd unit).
+func createPrivate(path string) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("create %s: %w", path, err)
+	}
+	return f.Close()
 }

@@ -4,8 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"time"
 )
@@ -86,10 +88,18 @@ func (j *Journal) Verify(ctx context.Context) error {
 // Backup writes a consistent copy of the journal to dest (VACUUM INTO),
 // safe while the daemon sells.
 func (j *Journal) Backup(ctx context.Context, dest string) error {
-	if _, err := os.Stat(dest); err == nil {
+	// Created empty with mode 0600 first (VACUUM INTO accepts an empty
+	// file): the copy holds every sale, like the journal itself.
+	f, err := os.OpenFile(dest, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("backup %s: file exists; choose a new name", dest)
 	}
+	if err != nil {
+		return fmt.Errorf("backup journal to %s: %w", dest, err)
+	}
+	f.Close()
 	if _, err := j.r.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+		os.Remove(dest)
 		return fmt.Errorf("backup journal to %s: %w", dest, err)
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -50,6 +51,8 @@ type Receiver struct {
 	log     *slog.Logger
 	name    string // NATS connection name
 
+	haveLimit *storeWindows
+
 	conn    atomic.Pointer[nats.Conn]
 	ready   atomic.Bool // stream and consumer exist
 	cons    atomic.Pointer[jetstream.Consumer]
@@ -62,7 +65,45 @@ func NewReceiver(cfg Config, store Store, metrics *Metrics, log *slog.Logger, na
 	if name == "" {
 		name = "posedge-hq"
 	}
-	return &Receiver{cfg: cfg, store: store, metrics: metrics, log: log, name: name}
+	return &Receiver{cfg: cfg, store: store, metrics: metrics, log: log, name: name,
+		haveLimit: &storeWindows{limit: haveLimitPerStore, window: haveLimitWindow, used: map[string]*storeWindow{}}}
+}
+
+// have requests a store may make per window, per posedge-hq process:
+// a store's replay asks once per batch it must confirm; 600 a minute (10
+// a second, each of at most maxHaveFlows numbers) covers a fast backlog
+// drain and bounds the database load one store's credentials can cause.
+const (
+	haveLimitPerStore = 600
+	haveLimitWindow   = time.Minute
+)
+
+// storeWindows counts requests per store in fixed windows.
+type storeWindows struct {
+	limit  int
+	window time.Duration
+	mu     sync.Mutex
+	used   map[string]*storeWindow
+}
+
+type storeWindow struct {
+	start time.Time
+	n     int
+}
+
+func (s *storeWindows) allow(store string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.used[store]
+	if w == nil || now.Sub(w.start) >= s.window {
+		w = &storeWindow{start: now}
+		s.used[store] = w
+	}
+	if w.n >= s.limit {
+		return false
+	}
+	w.n++
+	return true
 }
 
 // Ready says why the receiver is not yet consuming, or nil.
@@ -541,6 +582,10 @@ func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
 			reply.Error, result = fmt.Sprintf("store_id %q asked on the subject of %s", req.StoreID, storeID), "invalid"
 		case len(req.FlowNos) > maxHaveFlows:
 			reply.Error, result = fmt.Sprintf("at most %d flow numbers per request", maxHaveFlows), "invalid"
+		case !r.haveLimit.allow(storeID, time.Now()):
+			// One store's credentials must not load HQ's database (issue
+			// 22 finding 6); posedge asks a few times a minute.
+			reply.Error, result = fmt.Sprintf("at most %d have requests per store in %v; retry later", haveLimitPerStore, haveLimitWindow), "limited"
 		default:
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			have, err := r.store.Have(qctx, storeID, req.FlowNos)
@@ -552,15 +597,35 @@ func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
 				reply.Have = have
 			}
 		}
-		r.metrics.haveReqs.WithLabelValues(result).Inc()
-		data, _ := json.Marshal(reply)
 		if m.Reply == "" {
+			r.metrics.haveReqs.WithLabelValues(result).Inc()
 			return
 		}
+		if !replyOfStore(m.Reply, storeID) {
+			// A confused deputy otherwise: HQ's user may publish where the
+			// store may not (issue 22 finding 4, a reply aimed at
+			// $KV.POS_CATALOG.… overwrote a catalog key).
+			r.metrics.haveReqs.WithLabelValues("foreign_reply").Inc()
+			r.log.Warn("have: reply subject outside the store's inbox; not answered", "store_id", storeID, "reply", m.Reply)
+			return
+		}
+		r.metrics.haveReqs.WithLabelValues(result).Inc()
+		data, _ := json.Marshal(reply)
 		if err := m.Respond(data); err != nil {
 			r.log.Warn("have: reply", "store_id", storeID, "err", err)
 		}
 	}
+}
+
+// replyOfStore says whether HQ may answer a request of storeID on reply:
+// under the store's own inbox (_INBOX.<store>.…, the per-store template
+// lets the store read nothing else), or a reply subject the server made
+// for a service import (_R_.…, the two-account template of
+// docs/security.md; clients cannot publish with such a reply, the server
+// routes the answer back to the asking store's account). Anything else
+// is a subject the store picked for HQ to write to.
+func replyOfStore(reply, storeID string) bool {
+	return strings.HasPrefix(reply, wire.InboxPrefix(storeID)+".") || strings.HasPrefix(reply, "_R_.")
 }
 
 // backoff returns successive waits: exponential from 250 ms, capped at

@@ -265,16 +265,26 @@ func TestHaveRequest(t *testing.T) {
 	cfg := testConfig(n.URL(), "sqlite://"+t.TempDir()+"/hq.db")
 	h := startReceiver(t, cfg, "hq-a")
 	startReceiver(t, cfg, "hq-b") // shares the queue group: one answer per request
-	nc, js := connect(t, n.URL())
+	_, js := connect(t, n.URL())
 	for _, f := range []string{"1", "2", "4"} {
 		publish(t, js, txnMsg("S001", "S001."+f, sale{store: "S001", flow: f, cents: 1}.body()))
 	}
 	testenv.WaitFor(t, waitLong, "sales stored", func() bool { return count(t, h.store, "S001") == 3 })
 
+	// Each store asks with its own reply prefix, as posedge does.
+	inbox := map[string]*nats.Conn{}
+	for _, s := range []string{"S001", "S002"} {
+		c, err := nats.Connect(n.URL(), nats.CustomInboxPrefix(wire.InboxPrefix(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		inbox[s] = c
+	}
 	ask := func(subject string, req any) wire.HaveReply {
 		t.Helper()
 		data, _ := json.Marshal(req)
-		msg, err := nc.Request(subject, data, 10*time.Second)
+		msg, err := inbox[strings.TrimPrefix(subject, wire.HaveSubjectPrefix+".")].Request(subject, data, 10*time.Second)
 		if err != nil {
 			t.Fatalf("request %s: %v", subject, err)
 		}
@@ -296,6 +306,35 @@ func TestHaveRequest(t *testing.T) {
 	}
 	if r := ask(wire.HaveSubject("S001"), "nonsense"); r.Error == "" {
 		t.Fatalf("bad request answered: %+v", r)
+	}
+
+	// A reply subject outside the asking store's inbox is never answered
+	// (issue 22 finding 4: HQ overwrote a catalog key so): not another
+	// store's inbox, not the catalog bucket, not a bare _INBOX.
+	got := make(chan string, 10)
+	for _, subj := range []string{wire.InboxPrefix("S002") + ".x", "$KV.POS_CATALOG._all.6901234567890", "_INBOX.x", "pos.txn.S002"} {
+		sub, err := inbox["S002"].Subscribe(subj, func(m *nats.Msg) { got <- m.Subject })
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sub.Unsubscribe() })
+	}
+	inbox["S002"].Flush()
+	for _, reply := range []string{wire.InboxPrefix("S002") + ".x", "$KV.POS_CATALOG._all.6901234567890", "_INBOX.x", "pos.txn.S002"} {
+		m := &nats.Msg{Subject: wire.HaveSubject("S001"), Reply: reply, Data: []byte(`{"store_id":"S001","flow_nos":["1"]}`)}
+		if err := inbox["S001"].PublishMsg(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Answered in order: once S001's own request is, the others were handled.
+	if r := ask(wire.HaveSubject("S001"), wire.HaveRequest{StoreID: "S001", FlowNos: []string{"1"}}); strings.Join(r.Have, ",") != "1" {
+		t.Fatalf("have after the foreign replies = %+v", r)
+	}
+	inbox["S002"].Flush()
+	select {
+	case s := <-got:
+		t.Fatalf("HQ answered S001's request on %s", s)
+	case <-time.After(200 * time.Millisecond):
 	}
 }
 
@@ -495,5 +534,51 @@ func TestReceiverDatabaseRefuses(t *testing.T) {
 	}
 	if have, _ := real.Have(context.Background(), "S001", []string{"13"}); len(have) != 0 {
 		t.Fatalf("poison stored")
+	}
+}
+
+// One store's have requests are limited per process (issue 22 finding 6:
+// a store could load HQ's database without bound): past the limit HQ
+// answers an error, counted as result "limited", and another store is
+// still answered.
+func TestHaveRequestsLimitedPerStore(t *testing.T) {
+	n := testenv.StartNATS(t)
+	cfg := testConfig(n.URL(), "sqlite://"+t.TempDir()+"/hq.db")
+	startReceiver(t, cfg, "hq-a")
+	conns := map[string]*nats.Conn{}
+	for _, s := range []string{"S001", "S002"} {
+		c, err := nats.Connect(n.URL(), nats.CustomInboxPrefix(wire.InboxPrefix(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		conns[s] = c
+	}
+	ask := func(s string) wire.HaveReply {
+		t.Helper()
+		msg, err := conns[s].Request(wire.HaveSubject(s), []byte(`{"store_id":"`+s+`","flow_nos":["1"]}`), 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r wire.HaveReply
+		if err := json.Unmarshal(msg.Data, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	answered := 0
+	for ; answered < 2000; answered++ {
+		if r := ask("S001"); r.Error != "" {
+			if !strings.Contains(r.Error, "have requests per store") {
+				t.Fatalf("after %d: %+v", answered, r)
+			}
+			break
+		}
+	}
+	if answered == 0 || answered >= 2000 {
+		t.Fatalf("S001 was answered %d times in a row", answered)
+	}
+	if r := ask("S002"); r.Error != "" {
+		t.Fatalf("S002 limited by S001's requests: %+v", r)
 	}
 }

@@ -180,6 +180,11 @@ func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteSto
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 	}
+	// Mode 0600 whatever the umask: SQLite gives -wal and -shm the
+	// database's mode (issue 22 finding 9).
+	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
+		f.Close()
+	}
 	w, err := sql.Open("sqlite", SQLiteDSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,13 +16,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/wire"
 )
-
-// storePermissions is the per-store template of docs/security.md, for
-// store id S: publish its own transactions, manifests, heartbeats and
-// "have" requests; read its own replies only.
-func storePermissions(s string) string { return testenv.StorePermissions(s) }
 
 // asyncErrors collects a connection's asynchronous errors (permission
 // violations are reported so).
@@ -46,40 +44,67 @@ func (a *asyncErrors) has(s string) bool {
 	return false
 }
 
-// On a real nats-server with two store users under the per-store
-// template, store S001's replay works, while its credentials can neither
-// publish as S002 (no pre-claimed flow numbers, no forged manifests),
-// nor ask HQ about S002, nor read the replies meant for S002.
+// securityDoc is the document whose NATS template the tests run.
+const securityDoc = "../../docs/security.md"
+
+// startHQ runs posedge-hq's receiver (stream, consumer, have answers)
+// with the user hq of the documented template, on SQLite.
+func startHQ(t *testing.T, url string) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	cfg := hq.DefaultConfig()
+	cfg.NATSURL = url
+	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
+	st, err := hq.OpenStore(context.Background(), cfg.Database, hq.StoreOptions{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := hq.NewReceiver(cfg, st, hq.NewMetrics(st, "test", log), log, "")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- recv.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	testenv.WaitFor(t, wait, "posedge-hq ready", func() bool { return recv.Ready() == nil })
+}
+
+// On a real nats-server running the template of docs/security.md with
+// stores S001 and S002 and posedge-hq's real receiver, store S001's
+// replay works, while its credentials can neither publish as S002 (no
+// pre-claimed flow numbers, no forged manifests), nor ask HQ about S002,
+// nor read the replies meant for S002, nor aim a JetStream
+// acknowledgement or one of HQ's answers at HQ's catalog bucket (issue
+// 22 finding 4: both attacks overwrote a catalog key in the old
+// one-account template).
 func TestPerStorePermissions(t *testing.T) {
 	const other = "S002"
-	srv := testenv.StartNATSWithConfig(t, fmt.Sprintf(`
-accounts {
-  POS {
-    jetstream: enabled
-    users [
-      {user: "hq", password: "pw-hq"}
-      %s
-      %s
-    ]
-  }
-}
-`, storePermissions(store), storePermissions(other)))
+	srv := testenv.StartNATSWithConfig(t, testenv.SecurityTemplate(t, securityDoc))
 	url := func(user string) string {
-		return fmt.Sprintf("nats://%s:pw-%s@127.0.0.1:%d", strings.ToLower(user), user, srv.Port)
+		return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", strings.ToLower(user), testenv.DocumentedPassword, srv.Port)
 	}
-	hqURL := fmt.Sprintf("nats://hq:pw-hq@127.0.0.1:%d", srv.Port)
+	hqURL := url("hq")
 	hnc, hjs := hqConn(t, hqURL)
-	stream := createStream(t, hjs)
-	hqHave(t, hnc, hjs) // answers S001's "have" requests
+	startHQ(t, hqURL)
+	stream, err := hjs.Stream(context.Background(), wire.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var askedAboutOther atomic.Int64
-	hsub, err := hnc.Subscribe(wire.HaveSubject(other), func(m *nats.Msg) {
-		askedAboutOther.Add(1)
-		m.Respond([]byte(`{"have":["100000000000001"]}`))
-	})
+	hsub, err := hnc.Subscribe(wire.HaveSubject(other), func(m *nats.Msg) { askedAboutOther.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hsub.Unsubscribe()
+	// HQ's catalog, as posedge-hq's admin API writes it.
+	kv, err := hjs.CreateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: "POS_CATALOG", History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	catalog := map[string]string{"_all.4000000000002": `{"name":"milk","price_cents":129}`, "_all.6901234567890": `{"name":"tea","price_cents":450}`}
+	for k, v := range catalog {
+		if _, err := kv.Put(context.Background(), k, []byte(v)); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	// S001's own replay, with S001's credentials, drains its backlog.
 	j := openJournal(t)
@@ -92,6 +117,36 @@ accounts {
 	}
 
 	// S001's credentials, used by hand as an attacker would.
+	// Finding 4's confused deputies first: a sale whose reply subject is
+	// a catalog key (JetStream acknowledges it there) and a have request
+	// likewise (HQ answers there). A legitimate request after each, on
+	// the same connection, is answered only after the attack was handled.
+	deputy, err := nats.Connect(url(store), nats.CustomInboxPrefix(wire.InboxPrefix(store)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deputy.Close()
+	attacks := []*nats.Msg{
+		{Subject: wire.TxnSubject(wire.DefaultSubjectPrefix, store), Reply: "$KV.POS_CATALOG._all.4000000000002", Data: []byte(`{}`)},
+		{Subject: wire.HaveSubject(store), Reply: "$KV.POS_CATALOG._all.6901234567890", Data: []byte(`{"store_id":"S001","flow_nos":[]}`)},
+	}
+	for _, m := range attacks {
+		if err := deputy.PublishMsg(m); err != nil {
+			t.Fatalf("publish %s: %v", m.Subject, err)
+		}
+		if _, err := deputy.Request(m.Subject, m.Data, 10*time.Second); err != nil {
+			t.Fatalf("S001's own request on %s after the attack: %v", m.Subject, err)
+		}
+	}
+	for k, v := range catalog {
+		e, err := kv.Get(context.Background(), k)
+		switch {
+		case err != nil:
+			t.Errorf("catalog %s after S001's replies: %v", k, err)
+		case string(e.Value()) != v || e.Revision() > uint64(len(catalog)):
+			t.Errorf("catalog %s overwritten through S001's reply subject: %s (revision %d)", k, e.Value(), e.Revision())
+		}
+	}
 	var errs asyncErrors
 	nc, err := nats.Connect(url(store), nats.CustomInboxPrefix(wire.InboxPrefix(store)), nats.ErrorHandler(errs.handler))
 	if err != nil {

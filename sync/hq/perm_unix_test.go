@@ -1,0 +1,35 @@
+//go:build unix
+
+package hq_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/posedge/posedge/sync/hq"
+)
+
+// posedge-hq's SQLite database is created 0600 whatever the umask (issue
+// 22 finding 9: 0644 before).
+func TestSQLiteFileIsPrivate(t *testing.T) {
+	old := syscall.Umask(0o022)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "hq.db")
+	s, err := hq.OpenSQLite(context.Background(), path, hq.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, f := range []string{path, path + "-wal"} {
+		fi, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m := fi.Mode().Perm(); m&0o077 != 0 {
+			t.Errorf("%s has mode %v, want no access for group or others", filepath.Base(f), m)
+		}
+	}
+}
