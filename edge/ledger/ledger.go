@@ -50,6 +50,9 @@ type Ledger struct {
 	seqFloor    atomic.Int64 // highest Redis sequence number journaled
 	degradedSeq atomic.Int64 // last degraded-mode sequence of this node
 	redisDown   atomic.Bool
+	// modeMu: degraded transactions are journaled under its read lock,
+	// the hand-over to Redis takes it to apply the last of them (handOver).
+	modeMu      sync.RWMutex
 	inflightMu  sync.Mutex
 	inflight    map[string]bool
 	refundLocks sync.Map // original flow no → *sync.Mutex
