@@ -301,3 +301,86 @@ func TestServeFirstNoQuorum(t *testing.T) {
 func TestServeFirstBacklog(t *testing.T) {
 	restartServesFirst(t, noop, noop, 20_000)
 }
+
+// TestFailoverNoSaleWindow: the Redis master SIGKILLed while four tills
+// sell. The tills are told sales again within the Redis timeout (the
+// ledger falls to degraded mode at the first failed call), not after
+// Sentinel's failover; the longest time no till is told a sale, from the
+// kill until the daemon is back on the new master, stays under 3 s; every
+// sale is applied once.
+func TestFailoverNoSaleWindow(t *testing.T) {
+	s := startStore(t, testenv.StoreOptions{NoHQ: true, Limits: looseMix})
+	s.PutItem(sfBarcode, sfPrice, sfStock)
+	sold := newSFLedger()
+	var (
+		mu  sync.Mutex
+		oks []time.Time // when a 201 came
+		// sentAfterKill: the first 201 of a request sent after the kill
+		firstAfter time.Time
+		killed     time.Time
+	)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for ti, term := range s.Terminals {
+		wg.Go(func() {
+			for i := 0; ctx.Err() == nil; i++ {
+				key := fmt.Sprintf("fo-%d-%d", ti, i)
+				for ctx.Err() == nil {
+					sent := time.Now()
+					r := sold.sell(s, term, key)
+					if r.Status == 201 {
+						mu.Lock()
+						oks = append(oks, time.Now())
+						if !killed.IsZero() && sent.After(killed) && firstAfter.IsZero() {
+							firstAfter = time.Now()
+						}
+						mu.Unlock()
+						break
+					}
+					if r.Status != 0 && r.Status != 503 {
+						t.Errorf("sale: %d %s", r.Status, r.Body)
+						return
+					}
+					time.Sleep(5 * time.Millisecond) // the same key again
+				}
+			}
+		})
+	}
+	time.Sleep(time.Second)
+	master := s.Redis.MasterIndex()
+	mu.Lock()
+	killed = time.Now()
+	mu.Unlock()
+	s.Redis.KillNode(master)
+	testenv.WaitFor(t, 20*time.Second, "posedge degraded", func() bool {
+		return s.Admin("GET", "/readyz", nil).Status != 200
+	})
+	testenv.WaitFor(t, 40*time.Second, "posedge back in normal mode on the new master", func() bool {
+		return s.Admin("GET", "/readyz", nil).Status == 200
+	})
+	time.Sleep(time.Second)
+	cancel()
+	wg.Wait()
+	ended := time.Now()
+
+	mu.Lock()
+	longest, prev := time.Duration(0), killed
+	for _, at := range oks { // appended in order of arrival, under mu
+		if at.Before(killed) {
+			continue
+		}
+		longest, prev = max(longest, at.Sub(prev)), at
+	}
+	longest = max(longest, ended.Sub(prev))
+	first := firstAfter.Sub(killed)
+	mu.Unlock()
+	t.Logf("master killed: first 201 of a sale sent after the kill %v later; longest time no till was told a sale %v",
+		first.Round(time.Millisecond), longest.Round(time.Millisecond))
+	if firstAfter.IsZero() || first > 1500*time.Millisecond {
+		t.Errorf("first 201 of a sale sent after the kill came %v after it, want within the Redis timeout (1.5 s with slack)", first)
+	}
+	if longest > 3*time.Second {
+		t.Errorf("no till was told a sale for %v, want under 3 s", longest)
+	}
+	checkAppliedOnce(t, s, sold)
+}
