@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +27,19 @@ import (
 
 // firstSaleWithin is the bound of issue 21: process start → first 201.
 const firstSaleWithin = 2 * time.Second
+
+// raceSlack scales the time bounds when the daemons are race builds
+// (make test sets POSEDGE_RACE=1): the race detector slows the daemon's
+// pure-Go SQLite several times over, and the start-up quick_check of a
+// 20,000-row journal alone then takes most of 2 s on the shared CI box.
+// The bound is a production binary's: the plain build is held to 2 s
+// (go test without POSEDGE_RACE) and make bench measures it.
+func raceSlack() time.Duration {
+	if os.Getenv("POSEDGE_RACE") == "1" {
+		return 3
+	}
+	return 1
+}
 
 const (
 	sfBarcode = "4006381333931"
@@ -109,8 +123,8 @@ func restartServesFirst(t *testing.T, fault, heal func(s *testenv.Store), backlo
 		time.Sleep(20 * time.Millisecond)
 	}
 	t.Logf("first 201 %v after posedge started (backlog %d)", first.Round(time.Millisecond), backlog)
-	if first == 0 || first > firstSaleWithin {
-		t.Errorf("first 201 after %v (0: none within 10 s), want within %v", first.Round(time.Millisecond), firstSaleWithin)
+	if first == 0 || first > firstSaleWithin*raceSlack() {
+		t.Errorf("first 201 after %v (0: none within 10 s), want within %v", first.Round(time.Millisecond), firstSaleWithin*raceSlack())
 	}
 
 	// Tills sell on while recovery runs behind; a till retrying a backlog
@@ -132,7 +146,9 @@ func restartServesFirst(t *testing.T, fault, heal func(s *testenv.Store), backlo
 					}
 					time.Sleep(10 * time.Millisecond) // the same key again, as a till retries
 				}
-				time.Sleep(10 * time.Millisecond)
+				// ~10 sales/s a till, far above a real one's: recovery applies
+				// the backlog faster than tills add to it, or it never ends.
+				time.Sleep(100 * time.Millisecond)
 			}
 		})
 	}
@@ -151,7 +167,7 @@ func restartServesFirst(t *testing.T, fault, heal func(s *testenv.Store), backlo
 	})
 	time.Sleep(time.Second)
 	heal(s)
-	testenv.WaitFor(t, 40*time.Second, "posedge ready (recovery done, normal mode)", func() bool {
+	testenv.WaitFor(t, 40*time.Second*raceSlack(), "posedge ready (recovery done, normal mode)", func() bool {
 		return s.Admin("GET", "/readyz", nil).Status == 200
 	})
 	for _, line := range strings.Split(s.Edge.Tail(1<<20), "\n") {
