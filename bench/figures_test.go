@@ -96,6 +96,7 @@ var requiredFigures = []string{
 	"limiter_vs_raw_evalsha", "limiter_p99_ms", "sales_vs_raw_sqlite_commit", "sale_p99_ms",
 	"replay_vs_raw_jetstream", "hq_ingest_vs_raw_sqlite", "hq_ingest_vs_raw_postgres",
 	"rss_idle_mb", "rss_load_mb", "redis_round_trips_per_lookup", "redis_round_trips_per_sale",
+	"restart_to_first_sale_ms", "failover_no_sale_ms",
 }
 
 // terminals in the store: the simulator runs them all.
@@ -170,6 +171,9 @@ func TestFigures(t *testing.T) {
 	h.add(figure{Name: "rss_load_mb", Value: h.rssPeak / 1e6, Goal: "< 100",
 		Detail: "peak process_resident_memory_bytes of posedge sampled every 100 ms through every load phase"})
 	h.add(figure{Name: "goroutines_load", Value: h.grPeak, Detail: "peak go_goroutines of posedge under load"})
+	// Last: they kill posedge and the Redis master.
+	h.measureRestart()
+	h.measureFailover()
 
 	var out bytes.Buffer
 	h.report(&out, mode, time.Since(started))

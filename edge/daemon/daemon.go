@@ -136,10 +136,15 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	}
 	go func() { errc <- httpguard.Serve(adminSrv, adminLn) }()
 
-	// Recovery before serving terminals: sales a crash left in Redis only
-	// are journaled, Redis's sequence is raised past the journal's.
-	runID := d.recover(ctx)
-	go d.ledger.Watch(ctx, 500*time.Millisecond, runID)
+	// Serve first, recover behind (docs/durability.md, Start-up): the
+	// tills are served at once in degraded mode, whatever Redis's state
+	// and however large the backlog; start-up recovery (sales a crash
+	// left in Redis only journaled, the sequence raised, the degraded
+	// backlog applied) runs behind them and hands over to Redis when done.
+	d.ledger.SetRedisDown(true)
+	go func() { errc <- httpguard.Serve(termSrv, termLn) }()
+	log.Info("posedge serving terminals in degraded mode while start-up recovery runs", "listen", cfg.Listen)
+	go d.ledger.Recover(ctx, 500*time.Millisecond)
 	// The store-wide jobs stop before the daemon exits, so a reconciliation
 	// cut short by shutdown releases its lock instead of holding it until
 	// it expires.
@@ -161,7 +166,6 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 			errc <- fmt.Errorf("hq catalog: %w", err)
 		}
 	}()
-	go func() { errc <- httpguard.Serve(termSrv, termLn) }()
 	d.ready.Store(true)
 	log.Info("posedge serving", "store_id", cfg.StoreID, "listen", cfg.Listen, "admin", cfg.Admin.Listen, "version", version)
 
@@ -196,18 +200,6 @@ func syncPace(cfg *config.Config) time.Duration {
 		n = 1
 	}
 	return p.Window.D() / time.Duration(n)
-}
-
-// recover runs the ledger's start-up recovery; when Redis is unreachable
-// the daemon starts in degraded mode and Watch recovers later.
-func (d *Daemon) recover(ctx context.Context) string {
-	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	id, err := d.ledger.Start(rctx)
-	if err != nil {
-		d.log.Warn("start-up recovery incomplete: degraded mode until redis answers", "err", err)
-	}
-	return id
 }
 
 // readyErr reads the health snapshot: nil when the daemon serves in

@@ -50,6 +50,9 @@ type Ledger struct {
 	seqFloor    atomic.Int64 // highest Redis sequence number journaled
 	degradedSeq atomic.Int64 // last degraded-mode sequence of this node
 	redisDown   atomic.Bool
+	// modeMu: degraded transactions are journaled under its read lock,
+	// the hand-over to Redis takes it to apply the last of them (handOver).
+	modeMu      sync.RWMutex
 	inflightMu  sync.Mutex
 	inflight    map[string]bool
 	refundLocks sync.Map // original flow no → *sync.Mutex
@@ -303,8 +306,13 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 	start := time.Now()
 	defer func() { l.metrics.scriptSeconds.Observe(time.Since(start).Seconds()) }()
 	var wait *redis.Cmd
+	// A journaled transaction applied again (repair) is durable in the
+	// journal already: it is not made to WAIT, which on a just-promoted
+	// master whose replicas are still syncing would cost wait_timeout per
+	// transaction and hold the repair (and normal mode) for minutes.
+	wantWait := l.cfg.MinReplicasAck > 0 && !strings.HasPrefix(a.mode, "apply_")
 	ev := lua.RunPipelined(ctx, l.rdb, l.script, ks, argv, func(pipe redis.Pipeliner) {
-		if l.cfg.MinReplicasAck > 0 {
+		if wantWait {
 			wait = pipe.Do(ctx, "WAIT", l.cfg.MinReplicasAck, l.cfg.WaitTimeout.Milliseconds())
 		}
 	})
@@ -316,7 +324,7 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 	if wait != nil {
 		acked, _ = wait.Int64()
 	}
-	if res[0] == "ok" && l.cfg.MinReplicasAck > 0 && acked < int64(l.cfg.MinReplicasAck) {
+	if res[0] == "ok" && wantWait && acked < int64(l.cfg.MinReplicasAck) {
 		l.metrics.waitShortfall.Inc()
 	}
 	return res, nil

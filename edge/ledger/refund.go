@@ -81,7 +81,8 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 		Lines: lines, OriginalFlowNo: orig.FlowNo, CreatedAt: now.Format(time.RFC3339Nano), OccurredAt: now.Format(time.RFC3339Nano)}
 	t := journal.Txn{TerminalID: term, IdemKey: key, Fingerprint: fp, Kind: "refund", OriginalFlowNo: orig.FlowNo,
 		Tender: orig.Tender, TotalCents: total, BusinessDay: day, BusinessHour: hour, CreatedAt: now, Lines: jlines(lines)}
-	if l.Degraded() {
+	if l.heldDegraded() {
+		defer l.modeMu.RUnlock()
 		return l.recordDegraded(ctx, t, b)
 	}
 	a := txnArgs{mode: "refund", term: term, key: key, fp: fp, tender: orig.Tender, day: day, hour: hour,

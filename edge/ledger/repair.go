@@ -130,10 +130,15 @@ func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 		if len(txns) == 0 {
 			return applied, nil
 		}
+		// Marked applied once per batch (one journal commit, not one per
+		// row): a crash before the mark leaves rows Redis holds, which the
+		// next pass finds "exists" and skips.
+		var done []string
 		for _, t := range txns {
 			ok, err := l.applyJournaled(ctx, t)
 			if err != nil {
 				if err := l.setAside(ctx, t, err); err != nil {
+					_ = l.j.MarkApplied(context.WithoutCancel(ctx), done...)
 					return applied, err
 				}
 				continue
@@ -141,9 +146,10 @@ func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 			if ok {
 				applied++
 			}
-			if err := l.j.MarkApplied(ctx, t.FlowNo); err != nil {
-				return applied, err
-			}
+			done = append(done, t.FlowNo)
+		}
+		if err := l.j.MarkApplied(ctx, done...); err != nil {
+			return applied, err
 		}
 	}
 }
@@ -309,8 +315,11 @@ func (l *Ledger) Watch(ctx context.Context, every time.Duration, knownRunID stri
 				l.log.Warn("repair redis from the journal", "err", err)
 				break
 			}
+			if err := l.handOver(ctx); err != nil {
+				l.log.Warn("hand over to redis", "err", err)
+				break
+			}
 			runID = id
-			l.SetRedisDown(false)
 		}
 		select {
 		case <-ctx.Done():
@@ -342,6 +351,9 @@ func (l *Ledger) Start(ctx context.Context) (string, error) {
 	if err := l.Repair(ctx); err != nil {
 		l.SetRedisDown(true)
 		return "", err
+	}
+	if err := l.handOver(ctx); err != nil {
+		return "", fmt.Errorf("hand over to redis: %w", err)
 	}
 	return id, nil
 }

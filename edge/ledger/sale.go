@@ -44,7 +44,8 @@ func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mo
 		CreatedAt: now.Format(time.RFC3339Nano), OccurredAt: at.UTC().Format(time.RFC3339Nano)}
 	t := journal.Txn{TerminalID: term, IdemKey: key, Fingerprint: fp, Kind: "sale", Tender: s.Tender,
 		TotalCents: s.TotalCents, BusinessDay: day, BusinessHour: hour, CreatedAt: now, Lines: jlines(s.Lines)}
-	if l.Degraded() {
+	if l.heldDegraded() {
+		defer l.modeMu.RUnlock()
 		return l.recordDegraded(ctx, t, b)
 	}
 	a := txnArgs{mode: mode, term: term, key: key, fp: fp, tender: s.Tender, day: day, hour: hour,

@@ -1,0 +1,75 @@
+package ledger
+
+import (
+	"context"
+	"time"
+)
+
+// Serve first, recover behind (docs/durability.md, Start-up): the daemon
+// takes sales from its first second, in degraded mode, while start-up
+// recovery runs; the ledger hands over to Redis only once Redis holds
+// every degraded sale the journal does.
+
+// Recover runs start-up recovery behind a ledger that already serves:
+// it enters degraded mode at once, retries Start every `every` until
+// Redis answers and the whole backlog is applied, then keeps degraded
+// mode in step with Redis (Watch) until ctx ends. Sales taken meanwhile
+// are journaled first with degraded flow numbers, exactly as in any
+// outage, and applied by the recovery that runs behind them.
+func (l *Ledger) Recover(ctx context.Context, every time.Duration) {
+	l.SetRedisDown(true)
+	for {
+		start := time.Now()
+		id, err := l.Start(ctx)
+		if err == nil {
+			l.log.Info("start-up recovery finished: selling on redis", "took", time.Since(start).Round(time.Millisecond).String())
+			l.Watch(ctx, every, id)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		l.log.Warn("start-up recovery incomplete: degraded mode until redis answers", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// heldDegraded reports whether the ledger is in degraded mode and, when
+// it is, holds the mode's read lock: the caller journals its degraded
+// transaction, then calls l.modeMu.RUnlock. A hand-over to Redis
+// (handOver) waits for every such transaction, so none can be journaled
+// unapplied after normal mode began.
+func (l *Ledger) heldDegraded() bool {
+	l.modeMu.RLock()
+	if l.Degraded() {
+		return true
+	}
+	l.modeMu.RUnlock()
+	return false
+}
+
+// handOver leaves degraded mode after a successful repair. Repair applied
+// the backlog without stopping the tills; the few degraded transactions
+// journaled since are applied here with the mode locked, so when normal
+// mode begins Redis holds every degraded transaction of the journal and a
+// sale is never applied both by recovery and by the normal path (the
+// normal path answers any key the journal holds from the journal). The
+// lock is held for one short pass, bounded by the Redis timeout; if Redis
+// fails within it, the ledger stays degraded and the caller retries.
+func (l *Ledger) handOver(ctx context.Context) error {
+	l.modeMu.Lock()
+	defer l.modeMu.Unlock()
+	if l.Degraded() {
+		ctx, cancel := context.WithTimeout(ctx, 4*(l.cfg.RedisTimeout+l.cfg.WaitTimeout))
+		defer cancel()
+		if _, err := l.ApplyDegraded(ctx); err != nil {
+			return err
+		}
+	}
+	l.SetRedisDown(false)
+	return nil
+}
