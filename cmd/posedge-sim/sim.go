@@ -10,13 +10,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/posedge/posedge/clients/tillclient"
 )
 
 // Config is one simulation run.
@@ -186,23 +187,35 @@ func Run(ctx context.Context, c Config, log io.Writer) (Summary, error) {
 	defer cancel()
 	total := Summary{Terminals: len(c.Terminals), Errors: map[string]int{},
 		Latency: map[string][]time.Duration{}, Status: map[string]int{}}
+	tills := make([]*till, len(c.Terminals))
+	for i, t := range c.Terminals {
+		tl, err := newTill(c, t)
+		if err != nil {
+			return Summary{}, err
+		}
+		tills[i] = tl
+	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	if c.BatchEvery > 0 {
+		up, err := newTill(c, c.Terminals[len(c.Terminals)-1])
+		if err != nil {
+			return Summary{}, err
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := newTill(c, c.Terminals[len(c.Terminals)-1]).uploadLoop(runCtx)
+			s := up.uploadLoop(runCtx)
 			mu.Lock()
 			total.add(s)
 			mu.Unlock()
 		}()
 	}
-	for _, t := range c.Terminals {
+	for _, tl := range tills {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := newTill(c, t).loop(runCtx)
+			s := tl.loop(runCtx)
 			mu.Lock()
 			total.add(s)
 			mu.Unlock()
@@ -215,13 +228,17 @@ func Run(ctx context.Context, c Config, log io.Writer) (Summary, error) {
 
 // seed PUTs the demo items with plenty of stock.
 func seed(ctx context.Context, c Config) error {
-	cl := &client{c: c.Client, auth: c.AdminToken, ua: c.UserAgent}
+	cl, err := newClient(c.AdminURL, c.Client, c.AdminToken, c.UserAgent, false)
+	if err != nil {
+		return err
+	}
 	for i := 1; i <= c.SeedItems; i++ {
-		body, _ := json.Marshal(map[string]any{
-			"name": fmt.Sprintf("Demo item %d", i), "price_cents": 99 + (i*337)%1900, "stock": 1_000_000,
-		})
+		item := tillclient.ItemWrite{Name: fmt.Sprintf("Demo item %d", i), PriceCents: int64(99 + (i*337)%1900), Stock: 1_000_000}
+		bc := DemoBarcode(i)
 		ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
-		r, err := cl.call(ictx, http.MethodPut, c.AdminURL+"/admin/v1/items/"+DemoBarcode(i), body, "")
+		r, err := cl.call(ictx, routePutItem, func(ctx context.Context) (*http.Response, error) {
+			return cl.api.PutItem(ctx, bc, item)
+		})
 		cancel()
 		if err != nil {
 			return fmt.Errorf("seed item %s: %w (is posedge's admin API at %s?)", DemoBarcode(i), err, c.AdminURL)
@@ -244,16 +261,19 @@ type till struct {
 	tag   string
 }
 
-func newTill(c Config, t Terminal) *till {
+func newTill(c Config, t Terminal) (*till, error) {
 	tag := make([]byte, 4)
 	for i := range tag {
 		tag[i] = byte(rand.UintN(256))
 	}
 	tl := &till{cfg: c, id: t.ID, flows: map[string]bool{}, tag: hex.EncodeToString(tag)}
-	tl.cl = &client{c: c.Client, auth: t.Key, ua: c.UserAgent,
-		latency: map[string][]time.Duration{}, status: map[string]int{}}
+	cl, err := newClient(c.URL, c.Client, t.Key, c.UserAgent, true)
+	if err != nil {
+		return nil, err
+	}
+	tl.cl = cl
 	tl.sum.Errors = map[string]int{}
-	return tl
+	return tl, nil
 }
 
 // done hands the till's counts over at the end of its loop.
@@ -282,37 +302,24 @@ func (t *till) loop(ctx context.Context) Summary {
 	}
 }
 
-type saleLine struct {
-	Barcode    string `json:"barcode"`
-	Qty        int    `json:"qty"`
-	PriceCents int64  `json:"price_cents"`
-}
-
-type saleBody struct {
-	Lines      []saleLine `json:"lines"`
-	TotalCents int64      `json:"total_cents"`
-	Tender     string     `json:"tender"`
-	ReceiptNo  string     `json:"receipt_no"`
-}
-
-var tenders = []string{"cash", "card", "mobile", "other"}
+var tenders = []tillclient.Tender{tillclient.TenderCash, tillclient.TenderCard, tillclient.TenderMobile, tillclient.TenderOther}
 
 // sale scans MinScans to MaxScans items back to back (a burst, as a
 // till scanning a basket) and pays for them, keyed by a payment token
 // for TokenFraction of sales; RefundFraction of sales are then refunded.
 func (t *till) sale(ctx context.Context) {
-	var b saleBody
+	var b tillclient.SaleRequest
 	lo, hi := min(t.cfg.MinScans, len(t.cfg.Barcodes)), min(t.cfg.MaxScans, len(t.cfg.Barcodes))
 	for _, i := range rand.Perm(len(t.cfg.Barcodes))[:lo+rand.IntN(hi-lo+1)] {
 		bc := t.cfg.Barcodes[i]
 		t.sum.Scans++
-		r, err := t.cl.call(ctx, http.MethodGet, t.cfg.URL+"/v1/items/"+bc, nil, "")
+		r, err := t.cl.call(ctx, routeGetItem, func(ctx context.Context) (*http.Response, error) {
+			return t.cl.api.GetItem(ctx, bc)
+		})
 		if t.failed(r, err, http.StatusOK) {
 			return
 		}
-		var item struct {
-			PriceCents int64 `json:"price_cents"`
-		}
+		var item tillclient.Item
 		if err := json.Unmarshal(r.body, &item); err != nil {
 			t.sum.Errors["bad_item_json"]++
 			return
@@ -321,18 +328,20 @@ func (t *till) sale(ctx context.Context) {
 		if rand.IntN(10) == 0 {
 			price -= price / 10 // the till gave a discount
 		}
-		l := saleLine{Barcode: bc, Qty: 1 + rand.IntN(3), PriceCents: price}
+		l := tillclient.SaleLine{Barcode: bc, Qty: 1 + rand.Int64N(3), PriceCents: price}
 		b.Lines = append(b.Lines, l)
 		b.TotalCents += int64(l.Qty) * l.PriceCents
 	}
 	t.seq++
 	b.Tender = tenders[rand.IntN(len(tenders))]
-	b.ReceiptNo = fmt.Sprintf("%s-%06d", t.id, t.seq)
-	body, _ := json.Marshal(b)
+	receipt := fmt.Sprintf("%s-%06d", t.id, t.seq)
+	b.ReceiptNo = &receipt
 	key := fmt.Sprintf("sim-%s-%s-%d", t.id, t.tag, t.seq)
 	token := rand.Float64() < t.cfg.TokenFraction
 	if token {
-		r, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/payment-tokens", nil, "")
+		r, err := t.cl.call(ctx, routePaymentToken, func(ctx context.Context) (*http.Response, error) {
+			return t.cl.api.CreatePaymentToken(ctx, tillclient.CreatePaymentTokenJSONRequestBody{})
+		})
 		if t.failed(r, err, http.StatusCreated) {
 			return
 		}
@@ -346,7 +355,10 @@ func (t *till) sale(ctx context.Context) {
 		key = tk.Token
 	}
 
-	r, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/sales", body, key)
+	sell := func(ctx context.Context) (*http.Response, error) {
+		return t.cl.api.CreateSale(ctx, &tillclient.CreateSaleParams{IdempotencyKey: key}, b)
+	}
+	r, err := t.cl.call(ctx, routeSale, sell)
 	if t.failed(r, err, http.StatusCreated) {
 		return
 	}
@@ -365,7 +377,7 @@ func (t *till) sale(ctx context.Context) {
 	if rand.Float64() >= t.cfg.ReplayFraction {
 		return
 	}
-	r2, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/sales", body, key)
+	r2, err := t.cl.call(ctx, routeSale, sell)
 	if err == nil && r2.status == http.StatusCreated && flowNo(r2.body) == flow &&
 		r2.header.Get("Idempotent-Replayed") == "true" {
 		t.sum.Replays++
@@ -375,11 +387,14 @@ func (t *till) sale(ctx context.Context) {
 }
 
 // refund returns one unit of a line of sale flow.
-func (t *till) refund(ctx context.Context, flow string, l saleLine) {
-	body, _ := json.Marshal(map[string]any{"original_flow_no": flow,
-		"lines": []map[string]any{{"barcode": l.Barcode, "qty": 1}}, "total_cents": l.PriceCents})
+func (t *till) refund(ctx context.Context, flow string, l tillclient.SaleLine) {
+	body := tillclient.RefundRequest{OriginalFlowNo: flow,
+		Lines: []tillclient.RefundLine{{Barcode: l.Barcode, Qty: 1}}, TotalCents: l.PriceCents}
 	t.seq++
-	r, err := t.cl.call(ctx, http.MethodPost, t.cfg.URL+"/v1/refunds", body, fmt.Sprintf("simr-%s-%s-%d", t.id, t.tag, t.seq))
+	key := fmt.Sprintf("simr-%s-%s-%d", t.id, t.tag, t.seq)
+	r, err := t.cl.call(ctx, routeRefund, func(ctx context.Context) (*http.Response, error) {
+		return t.cl.api.CreateRefund(ctx, &tillclient.CreateRefundParams{IdempotencyKey: key}, body)
+	})
 	if t.failed(r, err, http.StatusCreated) {
 		return
 	}
@@ -393,7 +408,7 @@ func (t *till) uploadLoop(ctx context.Context) Summary {
 		if sleep(ctx, t.cfg.BatchEvery) != nil {
 			return t.done()
 		}
-		sales := make([]map[string]any, t.cfg.BatchSize)
+		sales := make([]tillclient.BatchItem, t.cfg.BatchSize)
 		at := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
 		for i := range sales {
 			bc := t.cfg.Barcodes[rand.IntN(len(t.cfg.Barcodes))]
@@ -402,9 +417,11 @@ func (t *till) uploadLoop(ctx context.Context) Summary {
 				"lines":       []map[string]any{{"barcode": bc, "qty": 1, "price_cents": price}},
 				"total_cents": price, "tender": "cash", "occurred_at": at}
 		}
-		body, _ := json.Marshal(map[string]any{"sales": sales})
+		body := tillclient.BatchRequest{Sales: sales}
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.SaleTimeout)
-		r, err := t.cl.call(sctx, http.MethodPost, t.cfg.URL+"/v1/sales/batch", body, "")
+		r, err := t.cl.call(sctx, routeBatch, func(ctx context.Context) (*http.Response, error) {
+			return t.cl.api.UploadSalesBatch(ctx, body)
+		})
 		cancel()
 		if t.failed(r, err, http.StatusOK) {
 			continue
@@ -475,42 +492,57 @@ type answer struct {
 	body   []byte
 }
 
-// client sends requests as one bearer and retries as a till should.
+// The routes as the contract names them, the keys of Summary's latency
+// and status counts.
+const (
+	routeGetItem      = "GET /v1/items/{barcode}"
+	routePaymentToken = "POST /v1/payment-tokens"
+	routeSale         = "POST /v1/sales"
+	routeRefund       = "POST /v1/refunds"
+	routeBatch        = "POST /v1/sales/batch"
+	routePutItem      = "PUT /admin/v1/items/{barcode}"
+)
+
+// client sends requests as one bearer through the client generated from
+// docs/openapi.yaml (clients/tillclient) and retries as a till should.
 type client struct {
-	c       *http.Client
-	auth    string
-	ua      string
+	api     *tillclient.Client
 	retries int // network errors, 5xx, request_in_progress
 	limited int // 429 answers
 	latency map[string][]time.Duration
 	status  map[string]int
 }
 
-// route is a request's endpoint as the contract names it.
-func route(method, rawURL string) string {
-	p := rawURL
-	if u, err := url.Parse(rawURL); err == nil {
-		p = u.Path
+// newClient is a client of the API at server (the terminal or the admin
+// listener) as bearer, measuring each route's latency when measure.
+func newClient(server string, hc *http.Client, bearer, userAgent string, measure bool) (*client, error) {
+	api, err := tillclient.NewClient(server, tillclient.WithHTTPClient(hc),
+		tillclient.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			if bearer != "" {
+				req.Header.Set("Authorization", "Bearer "+bearer)
+			}
+			req.Header.Set("User-Agent", userAgent)
+			return nil
+		}))
+	if err != nil {
+		return nil, fmt.Errorf("client of %s: %w", server, err)
 	}
-	switch {
-	case strings.HasPrefix(p, "/v1/items/"):
-		p = "/v1/items/{barcode}"
-	case strings.HasPrefix(p, "/admin/v1/items/"):
-		p = "/admin/v1/items/{barcode}"
-	case strings.HasPrefix(p, "/v1/sales/") && p != "/v1/sales/batch":
-		p = "/v1/sales/{flow_no}"
+	cl := &client{api: api}
+	if measure {
+		cl.latency, cl.status = map[string][]time.Duration{}, map[string]int{}
 	}
-	return method + " " + p
+	return cl, nil
 }
 
-// call sends one request until it gets an answer to keep: network errors,
-// 5xx and 409 request_in_progress are retried with the very same request
-// (same body, same Idempotency-Key, so a sale is never made twice); a 429
-// waits Retry-After first. It gives up only when ctx ends.
-func (cl *client) call(ctx context.Context, method, url string, body []byte, idemKey string) (answer, error) {
+// call sends one request (send, which makes it through the generated
+// client) until it gets an answer to keep: network errors, 5xx and 409
+// request_in_progress are retried with the very same request (same body,
+// same Idempotency-Key, so a sale is never made twice); a 429 waits
+// Retry-After first. It gives up only when ctx ends.
+func (cl *client) call(ctx context.Context, rt string, send func(context.Context) (*http.Response, error)) (answer, error) {
 	backoff := 100 * time.Millisecond
 	for {
-		r, err := cl.once(ctx, method, url, body, idemKey)
+		r, err := cl.once(ctx, rt, send)
 		var wait time.Duration
 		switch {
 		case err != nil && ctx.Err() != nil:
@@ -537,27 +569,9 @@ func (cl *client) call(ctx context.Context, method, url string, body []byte, ide
 	}
 }
 
-func (cl *client) once(ctx context.Context, method, rawURL string, body []byte, idemKey string) (answer, error) {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, rawURL, rd)
-	if err != nil {
-		return answer{}, err
-	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if cl.auth != "" {
-		req.Header.Set("Authorization", "Bearer "+cl.auth)
-	}
-	if idemKey != "" {
-		req.Header.Set("Idempotency-Key", idemKey)
-	}
-	req.Header.Set("User-Agent", cl.ua)
+func (cl *client) once(ctx context.Context, rt string, send func(context.Context) (*http.Response, error)) (answer, error) {
 	start := time.Now()
-	res, err := cl.c.Do(req)
+	res, err := send(ctx)
 	if err != nil {
 		return answer{}, err
 	}
@@ -567,7 +581,6 @@ func (cl *client) once(ctx context.Context, method, rawURL string, body []byte, 
 		return answer{}, err
 	}
 	if cl.latency != nil {
-		rt := route(method, rawURL)
 		cl.latency[rt] = append(cl.latency[rt], time.Since(start))
 		cl.status[rt+" "+strconv.Itoa(res.StatusCode)]++
 	}
