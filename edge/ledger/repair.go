@@ -121,9 +121,21 @@ func (l *Ledger) setAside(ctx context.Context, t journal.Txn, err error) error {
 // applied; it stops at the first Redis outage. One Redis refuses for
 // another reason is set aside (see setAside) and never blocks the rest.
 func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
-	applied := 0
-	for {
-		txns, err := l.j.Unapplied(ctx, 100)
+	return l.applyDegraded(ctx, 0)
+}
+
+// applyDegraded is ApplyDegraded stopping once it has gone through limit
+// rows (0: none left). Rows are taken oldest first, so a limit of the
+// count at the start covers exactly the rows waiting then, however fast
+// degraded sales keep arriving behind them.
+func (l *Ledger) applyDegraded(ctx context.Context, limit int) (int, error) {
+	applied, seen := 0, 0
+	for limit <= 0 || seen < limit {
+		batch := 100
+		if limit > 0 {
+			batch = min(batch, limit-seen)
+		}
+		txns, err := l.j.Unapplied(ctx, batch)
 		if err != nil {
 			return applied, err
 		}
@@ -151,7 +163,44 @@ func (l *Ledger) ApplyDegraded(ctx context.Context) (int, error) {
 		if err := l.j.MarkApplied(ctx, done...); err != nil {
 			return applied, err
 		}
+		seen += len(txns)
 	}
+	return applied, nil
+}
+
+// handOverRows is how many degraded rows may be left for the hand-over,
+// which applies them while sales wait on the mode lock.
+const handOverRows = 200
+
+// catchUpPasses bounds the passes catchUpDegraded makes before it leaves
+// the rest to the hand-over.
+const catchUpPasses = 8
+
+// catchUpDegraded applies the degraded rows while sales go on beside it,
+// in passes each bounded by the rows waiting at its start, until few are
+// left, the backlog stops shrinking (degraded sales arriving as fast as
+// they are applied) or catchUpPasses are done. An unbounded pass would
+// chase a backlog tills keep growing and never end: normal mode would
+// never come back (seen in the bench's failover, eight tills selling as
+// fast as they were answered).
+func (l *Ledger) catchUpDegraded(ctx context.Context) (int, error) {
+	applied, prev := 0, -1
+	for range catchUpPasses {
+		n, err := l.j.CountUnapplied(ctx)
+		if err != nil {
+			return applied, err
+		}
+		if n <= handOverRows || (prev >= 0 && n >= prev) {
+			return applied, nil
+		}
+		prev = n
+		k, err := l.applyDegraded(ctx, n)
+		applied += k
+		if err != nil {
+			return applied, err
+		}
+	}
+	return applied, nil
 }
 
 // RecoverOrphans finds sales whose effects and result a crashed daemon
@@ -214,13 +263,32 @@ func (l *Ledger) RaiseSequence(ctx context.Context) error {
 // transactions Redis lacks are applied again, degraded ones applied once,
 // the item master restored (RestoreItems).
 func (l *Ledger) Repair(ctx context.Context) error {
+	id, err := l.masterRunID(ctx)
+	if err != nil {
+		return fmt.Errorf("identify the redis master: %w", err)
+	}
+	return l.repair(ctx, id, true, l.ApplyDegraded)
+}
+
+// repair is Repair of the master runID (read before it starts, so that a
+// failover during the repair leaves a mark that names the old master and
+// the next repair re-applies). reapply re-applies the recent journaled
+// transactions; Start skips it when the master is the one the last
+// repair marked (a daemon restart loses nothing in Redis, and re-applying
+// ten minutes of sales one script each held a restarted daemon out of
+// normal mode for tens of seconds). applyDegraded applies the degraded
+// rows: Watch and Start pass catchUpDegraded, since the hand-over after
+// them applies the last rows under the mode lock.
+func (l *Ledger) repair(ctx context.Context, runID string, reapply bool, applyDegraded func(context.Context) (int, error)) error {
 	if err := l.RaiseSequence(ctx); err != nil {
 		return fmt.Errorf("raise flow sequence: %w", err)
 	}
-	if _, err := l.ReapplyRecent(ctx, l.now().Add(-ReapplyWindow)); err != nil {
-		return fmt.Errorf("re-apply recent transactions: %w", err)
+	if reapply {
+		if _, err := l.ReapplyRecent(ctx, l.now().Add(-ReapplyWindow)); err != nil {
+			return fmt.Errorf("re-apply recent transactions: %w", err)
+		}
 	}
-	if n, err := l.ApplyDegraded(ctx); err != nil {
+	if n, err := applyDegraded(ctx); err != nil {
 		return fmt.Errorf("apply degraded transactions: %w", err)
 	} else if n > 0 {
 		l.log.Info("applied degraded transactions to redis", "count", n)
@@ -241,7 +309,7 @@ func (l *Ledger) Repair(ctx context.Context) error {
 	// Watch repairs again when it is gone.
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	if err := l.rdb.Set(ctx, l.k.repaired(), l.owner, 0).Err(); err != nil {
+	if err := l.rdb.Set(ctx, l.k.repaired(), runID, 0).Err(); err != nil {
 		return fmt.Errorf("mark redis repaired: %w", err)
 	}
 	return nil
@@ -308,7 +376,7 @@ func (l *Ledger) Watch(ctx context.Context, every time.Duration, knownRunID stri
 			} else if lost && runID != "" {
 				l.log.Warn("redis lost data without a master change (FLUSHALL?): repairing it from the journal")
 			}
-			if err := l.Repair(ctx); err != nil {
+			if err := l.repair(ctx, id, true, l.catchUpDegraded); err != nil {
 				if lost {
 					l.repairWanted.Store(true)
 				}
@@ -348,7 +416,7 @@ func (l *Ledger) Start(ctx context.Context) (string, error) {
 	} else if n > 0 {
 		l.log.Warn("journaled sales a crash left in redis only", "count", n)
 	}
-	if err := l.Repair(ctx); err != nil {
+	if err := l.repair(ctx, id, !l.markedRepaired(ctx, id), l.catchUpDegraded); err != nil {
 		l.SetRedisDown(true)
 		return "", err
 	}
@@ -356,6 +424,16 @@ func (l *Ledger) Start(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("hand over to redis: %w", err)
 	}
 	return id, nil
+}
+
+// markedRepaired tells whether the last repair's mark names master
+// runID: the same Redis process, holding every write the last repair and
+// the sales since left (any doubt, an error included, is "no").
+func (l *Ledger) markedRepaired(ctx context.Context, runID string) bool {
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	v, err := l.rdb.Get(ctx, l.k.repaired()).Result()
+	return err == nil && runID != "" && v == runID
 }
 
 func (l *Ledger) hasUnapplied(ctx context.Context) bool {

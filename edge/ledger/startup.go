@@ -58,13 +58,18 @@ func (l *Ledger) heldDegraded() bool {
 // mode begins Redis holds every degraded transaction of the journal and a
 // sale is never applied both by recovery and by the normal path (the
 // normal path answers any key the journal holds from the journal). The
-// lock is held for one short pass, bounded by the Redis timeout; if Redis
-// fails within it, the ledger stays degraded and the caller retries.
+// lock is held for one pass over what the repair's catch-up left (about
+// handOverRows rows, catchUpDegraded); if Redis fails within it, the
+// ledger stays degraded and the caller retries.
 func (l *Ledger) handOver(ctx context.Context) error {
 	l.modeMu.Lock()
 	defer l.modeMu.Unlock()
-	if l.Degraded() {
-		ctx, cancel := context.WithTimeout(ctx, 4*(l.cfg.RedisTimeout+l.cfg.WaitTimeout))
+	if l.Degraded() || l.hasUnapplied(ctx) {
+		// Each script call has its own Redis timeout, so an outage still
+		// fails the hand-over at once; this bound is for the rows the
+		// repair left (up to about handOverRows, more when degraded sales
+		// came as fast as they were applied).
+		ctx, cancel := context.WithTimeout(ctx, max(4*(l.cfg.RedisTimeout+l.cfg.WaitTimeout), 30*time.Second))
 		defer cancel()
 		if _, err := l.ApplyDegraded(ctx); err != nil {
 			return err

@@ -495,6 +495,16 @@ func (j *Journal) HasUnapplied(ctx context.Context) (bool, error) {
 	return b, nil
 }
 
+// CountUnapplied is how many transactions wait to be applied to Redis
+// (degraded ones, not set aside).
+func (j *Journal) CountUnapplied(ctx context.Context) (int, error) {
+	var n int
+	if err := j.r.QueryRowContext(ctx, `SELECT count(*) FROM txns WHERE applied = 0`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read journal: %w", err)
+	}
+	return n, nil
+}
+
 // AppliedSince lists, oldest first, transactions Redis was told of (normal
 // and recovered modes, and degraded ones already applied) journaled at or
 // after since: what a Redis that lost its last writes (failover, restart
