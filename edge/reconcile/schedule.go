@@ -73,6 +73,10 @@ func (r *Reconciler) CheckFlowGaps(ctx context.Context) (int64, int64, error) {
 	return n, settled, nil
 }
 
+// postponedRetry is how soon a run Redis or the lock kept from happening
+// is tried again.
+const postponedRetry = 2 * time.Second
+
 func flowNo(seq int64) string {
 	s := strconv.FormatInt(seq, 10)
 	for len(s) < 15 {
@@ -95,7 +99,10 @@ func (r *Reconciler) peerRecently(ctx context.Context) bool {
 // Loop runs the reconciliation at start, after each business day ends
 // (DayEndDelay past local midnight: the day that ended and today) and the
 // continuity check hourly, until ctx ends. A run Redis or the lock keeps
-// from happening is retried every minute.
+// from happening is retried every postponedRetry (a daemon starts
+// degraded until its start-up recovery hands over to Redis, moments
+// later: the start's run must not wait a minute for that), one that
+// failed otherwise every minute.
 func (r *Reconciler) Loop(ctx context.Context) {
 	pending, why := r.DefaultDays(), "start"
 	tick := time.NewTicker(time.Minute)
@@ -104,6 +111,7 @@ func (r *Reconciler) Loop(ctx context.Context) {
 	defer dayEnd.Stop()
 	lastGaps := r.now()
 	for {
+		var retry <-chan time.Time
 		if pending != nil {
 			rep, err := r.Run(ctx, pending)
 			switch {
@@ -115,6 +123,7 @@ func (r *Reconciler) Loop(ctx context.Context) {
 				return
 			case errors.Is(err, ErrRedisDown) || errors.Is(err, ErrRunning):
 				r.log.Debug("reconciliation postponed", "why", why, "err", err)
+				retry = time.After(postponedRetry)
 			default:
 				r.log.Warn("reconciliation failed; retrying in a minute", "why", why, "err", err)
 			}
@@ -122,6 +131,7 @@ func (r *Reconciler) Loop(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-retry:
 		case <-tick.C:
 			r.peerRecently(ctx)
 			if r.now().Sub(lastGaps) >= time.Hour {
