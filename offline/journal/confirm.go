@@ -3,7 +3,6 @@ package journal
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -68,29 +67,13 @@ func (j *Journal) DueUnconfirmed(ctx context.Context, ackedBefore, now time.Time
 // (state acked, confirmed_at set) and may be pruned. It returns how many
 // were not confirmed before.
 func (j *Journal) MarkConfirmed(ctx context.Context, flowNos ...string) (int, error) {
-	if len(flowNos) == 0 {
-		return 0, nil
-	}
-	list, err := json.Marshal(flowNos)
-	if err != nil {
-		return 0, fmt.Errorf("encode flow numbers: %w", err)
-	}
-	var n int64
-	now := ts(j.opt.Now())
-	err = j.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = COALESCE(acked_at, ?1),
+	n, err := j.updateFlowsCount(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = COALESCE(acked_at, ?1),
 			confirmed_at = ?1, confirm_due = NULL
-			WHERE confirmed_at IS NULL AND state != 'quarantined' AND `+inFlows, now, string(list))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+			WHERE confirmed_at IS NULL AND state != 'quarantined' AND `+inFlows, flowNos, ts(j.opt.Now()))
 	if err != nil {
 		return 0, fmt.Errorf("mark %d rows confirmed by HQ: %w", len(flowNos), err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // MarkLacking puts rows JetStream acked and HQ said it lacks back in the
@@ -100,28 +83,13 @@ func (j *Journal) MarkConfirmed(ctx context.Context, flowNos ...string) (int, er
 // longer acked-and-unconfirmed (confirmed meanwhile) are left alone. It
 // returns how many rows went back.
 func (j *Journal) MarkLacking(ctx context.Context, due time.Time, flowNos ...string) (int, error) {
-	if len(flowNos) == 0 {
-		return 0, nil
-	}
-	list, err := json.Marshal(flowNos)
-	if err != nil {
-		return 0, fmt.Errorf("encode flow numbers: %w", err)
-	}
-	var n int64
-	err = j.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE txns SET state = 'pending', resends = resends + 1, lacks = lacks + 1 - dup_ack,
+	n, err := j.updateFlowsCount(ctx, `UPDATE txns SET state = 'pending', resends = resends + 1, lacks = lacks + 1 - dup_ack,
 			confirm_due = ?, last_error = 'HQ lacks it after JetStream acknowledged it: resent'
-			WHERE state = 'acked' AND confirmed_at IS NULL AND `+inFlows, ts(due), string(list))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+			WHERE state = 'acked' AND confirmed_at IS NULL AND `+inFlows, flowNos, ts(due))
 	if err != nil {
 		return 0, fmt.Errorf("put %d rows HQ lacks back in the outbox: %w", len(flowNos), err)
 	}
-	return int(n), nil
+	return n, nil
 }
 
 // MarkAckedDuplicateRows is MarkAckedRows for rows whose PubAck said
@@ -198,26 +166,11 @@ func (j *Journal) ConfirmedSince(ctx context.Context, day string, afterRowID int
 // MarkLost puts rows HQ had confirmed and no longer holds back in the
 // outbox: unconfirmed, pending, one more resend. It returns how many.
 func (j *Journal) MarkLost(ctx context.Context, flowNos ...string) (int, error) {
-	if len(flowNos) == 0 {
-		return 0, nil
-	}
-	list, err := json.Marshal(flowNos)
-	if err != nil {
-		return 0, fmt.Errorf("encode flow numbers: %w", err)
-	}
-	var n int64
-	err = j.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.Exec(`UPDATE txns SET state = 'pending', confirmed_at = NULL, confirm_due = NULL, resends = resends + 1,
+	n, err := j.updateFlowsCount(ctx, `UPDATE txns SET state = 'pending', confirmed_at = NULL, confirm_due = NULL, resends = resends + 1,
 			last_error = 'HQ no longer holds it after confirming it: resent'
-			WHERE state = 'acked' AND confirmed_at IS NOT NULL AND `+inFlows, string(list))
-		if err != nil {
-			return err
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
+			WHERE state = 'acked' AND confirmed_at IS NOT NULL AND `+inFlows, flowNos)
 	if err != nil {
 		return 0, fmt.Errorf("put %d rows HQ lost back in the outbox: %w", len(flowNos), err)
 	}
-	return int(n), nil
+	return n, nil
 }

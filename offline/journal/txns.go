@@ -203,17 +203,29 @@ const inFlows = `flow_no IN (SELECT value FROM json_each(?))`
 // updateFlows runs q, an UPDATE ending in inFlows, once for all flowNos
 // (extra binds the parameters before the list).
 func (j *Journal) updateFlows(ctx context.Context, q string, flowNos []string, extra ...any) error {
+	_, err := j.updateFlowsCount(ctx, q, flowNos, extra...)
+	return err
+}
+
+// updateFlowsCount is updateFlows returning how many rows it changed.
+func (j *Journal) updateFlowsCount(ctx context.Context, q string, flowNos []string, extra ...any) (int, error) {
 	if len(flowNos) == 0 {
-		return nil
+		return 0, nil
 	}
 	list, err := json.Marshal(flowNos)
 	if err != nil {
-		return fmt.Errorf("encode flow numbers: %w", err)
+		return 0, fmt.Errorf("encode flow numbers: %w", err)
 	}
-	return j.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(q, append(extra, string(list))...)
+	var n int64
+	err = j.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.Exec(q, append(extra, string(list))...)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
 		return err
 	})
+	return int(n), err
 }
 
 // Outgoing is a journal row waiting for HQ.
