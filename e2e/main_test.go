@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/posedge/posedge/internal/testenv"
@@ -16,24 +14,7 @@ var bin string
 var api *testenv.APICheck
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "posedge-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := testenv.BuildBinaries(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	if api, err = testenv.NewAPICheck(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	fmt.Printf("e2e: %s\n", api.Counts)
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testenv.MainWithBinaries(m, "e2e", func(dir string, check *testenv.APICheck) { bin, api = dir, check })
 }
 
 func startStore(t *testing.T, o testenv.StoreOptions) *testenv.Store {

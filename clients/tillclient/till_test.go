@@ -28,24 +28,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "posedge-clients-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := testenv.BuildBinaries(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bin = dir
-	if api, err = testenv.NewAPICheck(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	fmt.Printf("clients: %s\n", api.Counts)
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testenv.MainWithBinaries(m, "clients", func(dir string, check *testenv.APICheck) { bin, api = dir, check })
 }
 
 const barcode = "2000000000001"
