@@ -40,15 +40,22 @@ func keyPrefixLiterals(fset *token.FileSet, f *ast.File) []string {
 	return out
 }
 
-// importsGoRedis reports whether f imports go-redis (any major version).
-func importsGoRedis(f *ast.File) bool {
+// luaPkg is the package of the scripts; only edge/redisdb loads them, so
+// each script's KEYS and ARGV are built in one place.
+const luaPkg = "github.com/posedge/posedge/lua"
+
+// imports reports whether f imports path or a package below it (for
+// go-redis: any major version).
+func imports(f *ast.File, path string) bool {
 	for _, im := range f.Imports {
-		if p, err := strconv.Unquote(im.Path.Value); err == nil && (p == goRedis || strings.HasPrefix(p, goRedis+"/")) {
+		if p, err := strconv.Unquote(im.Path.Value); err == nil && (p == path || strings.HasPrefix(p, path+"/")) {
 			return true
 		}
 	}
 	return false
 }
+
+func importsGoRedis(f *ast.File) bool { return imports(f, goRedis) }
 
 // shippedGoFiles calls fn for every non-test Go file of the module, with
 // its module-relative directory.
@@ -126,17 +133,38 @@ func TestAPIImportsNoGoRedis(t *testing.T) {
 	}
 }
 
-// Both checks catch a planted violation, and pass the same file without it.
+// Scripts are run through edge/redisdb's typed calls only: no other
+// shipped package imports lua (tests may, to run a script on its own).
+func TestOnlyRedisDBImportsLua(t *testing.T) {
+	owner := false
+	shippedGoFiles(t, func(fset *token.FileSet, dir string, f *ast.File) {
+		if !imports(f, luaPkg) {
+			return
+		}
+		if dir == redisOwner {
+			owner = true
+			return
+		}
+		t.Errorf("%s imports %s: call the script through edge/redisdb, where its KEYS and ARGV are built", fset.Position(f.Package), luaPkg)
+	})
+	if !owner {
+		t.Fatalf("%s imports no %s: the check looks for the wrong path", redisOwner, luaPkg)
+	}
+}
+
+// The checks catch a planted violation, and pass the same file without it.
 func TestRedisOwnerChecksFailOnPlantedViolations(t *testing.T) {
 	tests := []struct {
 		name, src string
 		prefix    int
 		goRedis   bool
+		lua       bool
 	}{
-		{"clean", "package p\nimport \"strings\"\nvar _ = strings.ToUpper(\"pipe:x\")\n", 0, false},
-		{"prefix spelt", "package p\nfunc k(s string) string { return \"pe:{\" + s + \"}:seq\" }\n", 1, false},
-		{"prefix in a raw string", "package p\nconst k = `pe:{S}:promo`\n", 1, false},
-		{"go-redis imported", "package p\nimport \"github.com/redis/go-redis/v9\"\nvar _ redis.Cmder\n", 0, true},
+		{"clean", "package p\nimport \"strings\"\nvar _ = strings.ToUpper(\"pipe:x\")\n", 0, false, false},
+		{"prefix spelt", "package p\nfunc k(s string) string { return \"pe:{\" + s + \"}:seq\" }\n", 1, false, false},
+		{"prefix in a raw string", "package p\nconst k = `pe:{S}:promo`\n", 1, false, false},
+		{"go-redis imported", "package p\nimport \"github.com/redis/go-redis/v9\"\nvar _ redis.Cmder\n", 0, true, false},
+		{"lua imported", "package p\nimport \"github.com/posedge/posedge/lua\"\nvar _ = lua.MustScript\n", 0, false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,6 +178,9 @@ func TestRedisOwnerChecksFailOnPlantedViolations(t *testing.T) {
 			}
 			if got := importsGoRedis(f); got != tt.goRedis {
 				t.Errorf("importsGoRedis = %v, want %v", got, tt.goRedis)
+			}
+			if got := imports(f, luaPkg); got != tt.lua {
+				t.Errorf("imports lua = %v, want %v", got, tt.lua)
 			}
 		})
 	}
