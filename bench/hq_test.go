@@ -14,6 +14,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb/sqlite"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -195,7 +196,7 @@ const rawTable = `CREATE TABLE transactions (
 // rawSQLite inserts rows into a fresh file with posedge-hq's pragmas, in
 // transactions of hqBatch rows with one prepared statement; rows/s.
 func (h *harness) rawSQLite(rows []row) float64 {
-	db, err := sql.Open("sqlite", hq.SQLiteDSN(filepath.Join(h.t.TempDir(), "raw.db")))
+	db, err := sql.Open("sqlite", sqlite.DSN(filepath.Join(h.t.TempDir(), "raw.db")))
 	if err != nil {
 		h.t.Fatal(err)
 	}

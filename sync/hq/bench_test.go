@@ -13,6 +13,8 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
+	"github.com/posedge/posedge/sync/hqdb/sqlite"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -46,10 +48,10 @@ func BenchmarkInsertBatch(b *testing.B) {
 	})
 }
 
-func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
+func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration) {
 	msgs := benchMsgs(b, b.N)
 	rawDur := raw(b, newDSN(b), msgs)
-	store, err := hq.OpenStore(context.Background(), newDSN(b), hq.StoreOptions{})
+	store, err := hq.OpenStore(context.Background(), newDSN(b), hqdb.StoreOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,8 +73,8 @@ func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b
 
 // benchMsgs are n sales of ten stores replaying at once, each in runs of
 // 500 (the edge's hq.batch_size), seven terminals per store.
-func benchMsgs(b *testing.B, n int) []hq.Msg {
-	msgs := make([]hq.Msg, n)
+func benchMsgs(b *testing.B, n int) []hqdb.Msg {
+	msgs := make([]hqdb.Msg, n)
 	now := time.Now()
 	flows := map[string]int{}
 	for i := range msgs {
@@ -83,7 +85,7 @@ func benchMsgs(b *testing.B, n int) []hq.Msg {
 	return msgs
 }
 
-func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
+func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration) {
 	n := b.N
 	msgs := benchMsgs(b, n)
 	rawDur := raw(b, newDSN(b), msgs)
@@ -106,7 +108,7 @@ func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *tes
 	<-js.PublishAsyncComplete()
 
 	log := testLogger(b)
-	store, err := hq.OpenStore(ctx, cfg.Database, hq.StoreOptions{Logger: log})
+	store, err := hq.OpenStore(ctx, cfg.Database, hqdb.StoreOptions{Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,9 +148,9 @@ const rawTable = `CREATE TABLE transactions (
 
 // rawSQLite inserts msgs in transactions of benchBatch rows with one
 // prepared statement, with the pragmas posedge-hq uses.
-func rawSQLite(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
+func rawSQLite(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration {
 	u, _ := hq.ParseDatabaseURL(dsn)
-	db, err := sql.Open("sqlite", hq.SQLiteDSN(u.Path))
+	db, err := sql.Open("sqlite", sqlite.DSN(u.Path))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -183,7 +185,7 @@ func rawSQLite(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
 
 // rawPostgres inserts msgs in transactions of benchBatch rows, each one
 // multi-row INSERT from arrays.
-func rawPostgres(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
+func rawPostgres(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
