@@ -441,18 +441,13 @@ func (r *Receiver) collect(ctx context.Context, it jetstream.MessagesContext) ([
 func (r *Receiver) decode(batch []jetstream.Msg) decoded {
 	now := time.Now()
 	b := decoded{msgs: make([]hqdb.Msg, 0, len(batch)), jms: make([]jetstream.Msg, 0, len(batch))}
-	for _, jm := range batch {
-		m, err := DecodeMsg(r.cfg.SubjectPrefix, jm.Subject(), jm.Headers().Get(wire.HeaderSchema), jm.Data(), now)
-		if err == nil {
-			err = CheckMsgID(m, jm.Headers().Get(wire.HeaderMsgID))
-		}
-		if err != nil {
-			r.terminate(jm, err)
+	for i, d := range decodeBatch(batch, r.cfg.SubjectPrefix, r.cfg.MaxSaleCents, now) {
+		if d.err != nil {
+			r.terminate(batch[i], d.err)
 			continue
 		}
-		Screen(&m, r.cfg.MaxSaleCents)
-		b.msgs = append(b.msgs, m)
-		b.jms = append(b.jms, jm)
+		b.msgs = append(b.msgs, d.msg)
+		b.jms = append(b.jms, batch[i])
 	}
 	return b
 }
