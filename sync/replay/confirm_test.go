@@ -19,6 +19,7 @@ import (
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/replay"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -38,7 +39,7 @@ type hqSide struct {
 	cfg  hq.Config
 	log  *slog.Logger
 	stop func()
-	st   hq.Store // while up
+	st   hqdb.Store // while up
 }
 
 func newHQSide(t *testing.T) *hqSide {
@@ -65,7 +66,7 @@ func newHQSideOn(t *testing.T, n *testenv.NATS, url string) *hqSide {
 func (h *hqSide) up() {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := hq.OpenStore(ctx, h.cfg.Database, hq.StoreOptions{Logger: h.log})
+	st, err := hq.OpenStore(ctx, h.cfg.Database, hqdb.StoreOptions{Logger: h.log})
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -55,7 +56,7 @@ func startHQ(t *testing.T, url string) {
 	cfg := hq.DefaultConfig()
 	cfg.NATSURL = url
 	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
-	st, err := hq.OpenStore(context.Background(), cfg.Database, hq.StoreOptions{Logger: log})
+	st, err := hq.OpenStore(context.Background(), cfg.Database, hqdb.StoreOptions{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
