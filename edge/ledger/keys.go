@@ -1,6 +1,9 @@
 package ledger
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Redis key names: this file is the one place that knows them (the Lua
 // scripts in lua/ take them as KEYS). Every key carries the store as a
@@ -20,6 +23,8 @@ func (k keys) adjustment(key string) string { return k.p + "adj:" + key }
 func (k keys) lock(job string) string       { return k.p + "lock:" + job } // edge/lock adds ":fence"
 func (k keys) alive() string                { return k.p + "alive" }       // the instance id of the daemon that pinged last
 func (k keys) repaired() string             { return k.p + "repaired" }    // set by the last repair; gone when Redis lost its data
+// reapplied: the resume mark of a node's re-apply (repair.go, reapplyFrom).
+func (k keys) reapplied(node int) string { return k.p + "reapplied:" + strconv.Itoa(node) }
 
 // idemScan is the SCAN pattern of every idempotency record; idemOf reads
 // the terminal and key back from a record's key.

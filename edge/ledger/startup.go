@@ -71,6 +71,9 @@ func (l *Ledger) handOver(ctx context.Context) error {
 	if !l.Degraded() && !l.hasUnapplied(ctx) {
 		return nil
 	}
+	if err := l.lowerReapplyMark(ctx); err != nil {
+		return fmt.Errorf("lower the re-apply mark below the degraded rows: %w", err)
+	}
 	l.catchingUp.Store(true)
 	defer l.catchingUp.Store(false)
 	deadline := time.Now().Add(handOverBudget)
