@@ -9,14 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/offline/journal"
 )
 
 // Start-up and failover repair: Redis may have lost writes (a crash, a
 // restart, a Sentinel failover); the journal has them all.
-
-var seqRaiseScript = lua.MustScript("seq_raise.lua")
 
 // ReapplyWindow is how far back a Redis that lost writes is repaired from
 // the journal: far more than Sentinel failover or an AOF fsynced every
@@ -100,7 +98,7 @@ func (l *Ledger) reapplyResume(ctx context.Context) int64 {
 func (l *Ledger) readReapplyMark(ctx context.Context) (int64, string, bool) {
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	v, err := l.rdb.Get(rctx, l.k.reapplied(l.cfg.NodeID)).Result()
+	v, err := l.rdb.Get(rctx, l.k.Reapplied(l.cfg.NodeID)).Result()
 	if err != nil {
 		return 0, "", false
 	}
@@ -122,9 +120,9 @@ func (l *Ledger) setReapplyMark(ctx context.Context, rowID int64) error {
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
 	if id == 0 {
-		err = l.rdb.Del(rctx, l.k.reapplied(l.cfg.NodeID)).Err()
+		err = l.rdb.Del(rctx, l.k.Reapplied(l.cfg.NodeID)).Err()
 	} else {
-		err = l.rdb.Set(rctx, l.k.reapplied(l.cfg.NodeID), strconv.FormatInt(id, 10)+":"+flow, 0).Err()
+		err = l.rdb.Set(rctx, l.k.Reapplied(l.cfg.NodeID), strconv.FormatInt(id, 10)+":"+flow, 0).Err()
 	}
 	if err != nil {
 		return fmt.Errorf("move the re-apply mark: %w", err)
@@ -299,7 +297,7 @@ func (l *Ledger) catchUpDegraded(ctx context.Context) (int, error) {
 // recovered. Run at start, before /readyz turns 200.
 func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 	found := 0
-	iter := l.rdb.Scan(ctx, 0, l.k.idemScan(), 500).Iterator()
+	iter := l.rdb.Scan(ctx, 0, l.k.IdemScan(), 500).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		m, err := l.rdb.HGetAll(ctx, key).Result()
@@ -309,7 +307,7 @@ func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 		if m["state"] != "PROCESSING" || m["owner"] == l.owner {
 			continue
 		}
-		term, idem, ok := l.k.idemOf(key)
+		term, idem, ok := l.k.IdemOf(key)
 		if !ok {
 			continue
 		}
@@ -345,7 +343,7 @@ func (l *Ledger) RaiseSequence(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	return seqRaiseScript.Run(ctx, l.rdb, []string{l.k.seq()}, floor).Err()
+	return redisdb.RunSeqRaise(ctx, l.rdb, l.k, floor).Err()
 }
 
 // Repair brings Redis in line with the journal after it may have lost
@@ -406,7 +404,7 @@ func (l *Ledger) repair(ctx context.Context, runID string, reapply bool, applyDe
 	// Watch repairs again when it is gone.
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	if err := l.rdb.Set(ctx, l.k.repaired(), runID, 0).Err(); err != nil {
+	if err := l.rdb.Set(ctx, l.k.Repaired(), runID, 0).Err(); err != nil {
 		return fmt.Errorf("mark redis repaired: %w", err)
 	}
 	return nil
@@ -421,7 +419,7 @@ func (l *Ledger) lostData(ctx context.Context) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	n, err := l.rdb.Exists(ctx, l.k.repaired()).Result()
+	n, err := l.rdb.Exists(ctx, l.k.Repaired()).Result()
 	return n == 0, err
 }
 
@@ -529,7 +527,7 @@ func (l *Ledger) Start(ctx context.Context) (string, error) {
 func (l *Ledger) markedRepaired(ctx context.Context, runID string) bool {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	v, err := l.rdb.Get(ctx, l.k.repaired()).Result()
+	v, err := l.rdb.Get(ctx, l.k.Repaired()).Result()
 	return err == nil && runID != "" && v == runID
 }
 
