@@ -51,7 +51,10 @@ type Ledger struct {
 	redisDown   atomic.Bool
 	// modeMu: degraded transactions are journaled under its read lock,
 	// the hand-over to Redis takes it to apply the last of them (handOver).
-	modeMu      sync.RWMutex
+	modeMu sync.RWMutex
+	// catchingUp: a hand-over is applying the degraded backlog; degraded
+	// transactions journaled meanwhile apply themselves (recordHeld).
+	catchingUp  atomic.Bool
 	inflightMu  sync.Mutex
 	inflight    map[string]bool
 	refundLocks sync.Map // original flow no → *sync.Mutex

@@ -98,12 +98,14 @@ func (a *admin) quarantine(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *admin) completeness(w http.ResponseWriter, r *http.Request) {
-	rep, err := a.store.Completeness(r.Context(), time.Now())
+	now := time.Now()
+	rep, err := a.store.Completeness(r.Context(), now)
 	if err != nil {
 		a.log.Error("completeness", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database did not answer")
 		return
 	}
+	markRepair(&rep, now)
 	writeJSON(w, http.StatusOK, rep)
 }
 

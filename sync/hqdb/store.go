@@ -218,6 +218,10 @@ type DayDiff struct {
 	Date       string `json:"date"`
 	Manifest   Totals `json:"manifest"`
 	Stored     Totals `json:"stored"`
+	// PastRetention: older than the days the store audits and repairs by
+	// itself (StoreAuditDays); Repair says what happens to it, in words.
+	PastRetention bool   `json:"past_retention"`
+	Repair        string `json:"repair"`
 }
 
 // SilentStore is a store not heard from for longer than silent_after.
