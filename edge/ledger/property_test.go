@@ -266,9 +266,7 @@ func TestLedgerProperty(t *testing.T) {
 	recoverRedis := func(step int) {
 		e.proxy.Set(testenv.Reset, 0) // a reply cut mid-stream is not read as the next
 		e.proxy.Set(testenv.Pass, 0)
-		if err := e.l.Repair(e.ctx); err != nil {
-			t.Fatalf("step %d: repair: %v", step, err)
-		}
+		retryRedis(t, step, "repair", func() error { return e.l.Repair(e.ctx) })
 		e.l.SetRedisDown(false)
 		degraded = false
 		check(step)
@@ -471,9 +469,7 @@ func TestLedgerProperty(t *testing.T) {
 			e.proxy.Set(testenv.Reset, 0)
 			e.proxy.Set(testenv.Pass, 0)
 			e.restart(journal.Options{})
-			if _, err := e.l.Start(e.ctx); err != nil {
-				t.Fatalf("step %d: start after a restart: %v", step, err)
-			}
+			retryRedis(t, step, "start after a restart", func() error { _, err := e.l.Start(e.ctx); return err })
 			degraded = false
 			check(step)
 		case op < 91: // the Redis link fails under a sale: reset, or the script runs and its answer is lost
@@ -526,4 +522,20 @@ func TestLedgerProperty(t *testing.T) {
 		t.Fatalf("journal after the run: %+v", st)
 	}
 	t.Logf("%d accepted transactions, %d items; operations %v", len(m.done), len(barcodes), ops)
+}
+
+// retryRedis runs a start-up or repair step as the daemon's watch does,
+// again on its next tick when it fails: the first command after a healed
+// link may still meet a pooled connection the reset closed (EOF). Three
+// failures in a row fail the test.
+func retryRedis(t *testing.T, step int, what string, f func() error) {
+	t.Helper()
+	var err error
+	for range 3 {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("step %d: %s: %v", step, what, err)
 }
