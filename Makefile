@@ -47,17 +47,21 @@ build: ## build posedge, posedge-hq and posedge-sim into ./bin/
 
 # go test runs every fuzz target over its seed corpus (f.Add and
 # testdata/fuzz/); fuzz-short explores beyond it for a few seconds a
-# target, `make fuzz` for longer. Every package but e2e runs under the
-# race detector; e2e (whose daemons are separate processes) runs plain
-# here, with race-built daemons in `make test-race` (docs/development.md
-# gives the cost of each).
-NONE2E_PKGS = $(shell go list ./... | grep -v '/e2e$$')
-test: ## the CI gate: installs what is missing (test-deps), check, every test (-race but e2e; starts its own Redis, Sentinel, NATS, PostgreSQL; fuzz targets over their corpus), fuzz-short, test-tools, clients
+# target, `make fuzz` for longer. The packages whose goroutines share
+# memory in-process run under the race detector (RACE_PKGS); the rest run
+# plain: e2e (its daemons are separate processes), the bench smoke, and
+# sync/replay, sync/hq and the cmd packages, whose -race runs cost 4-6x a
+# plain one on a 2-core box (docs/development.md, Race detector). All of
+# them run race-built in `make test-race`.
+PLAIN_PKGS_RE = /(e2e|bench|sync/replay|sync/hq|cmd/posedge|cmd/posedge-hq|cmd/posedge-sim)$$
+RACE_PKGS = $(shell go list ./... | grep -Ev '$(PLAIN_PKGS_RE)')
+PLAIN_PKGS = $(shell go list ./... | grep -E '$(PLAIN_PKGS_RE)')
+test: ## the CI gate: installs what is missing (test-deps), check, every test (in-process packages under -race; starts its own Redis, Sentinel, NATS, PostgreSQL; fuzz targets over their corpus), fuzz-short, test-tools, clients
 	./scripts/test-deps.sh
 	$(MAKE) check
 	go build -o bin/testfilter ./internal/testfilter
-	bash -o pipefail -c "go test -race -json -p 1 -count=1 -timeout 60m -skip '^TestTool' $(NONE2E_PKGS) | bin/testfilter"
-	bash -o pipefail -c "go test -json -p 1 -count=1 -timeout 30m ./e2e/ | bin/testfilter"
+	bash -o pipefail -c "go test -race -json -p 1 -count=1 -timeout 30m -skip '^TestTool' $(RACE_PKGS) | bin/testfilter"
+	bash -o pipefail -c "go test -json -p 1 -count=1 -timeout 60m -skip '^TestTool' $(PLAIN_PKGS) | bin/testfilter"
 	$(MAKE) fuzz-short
 	$(MAKE) test-tools
 	$(MAKE) clients
