@@ -29,6 +29,7 @@ type env struct {
 	j       *journal.Journal
 	l       *ledger.Ledger
 	journal journal.Options
+	now     func() time.Time // the ledger's clock; nil = time.Now
 }
 
 func newEnv(t testing.TB, o journal.Options) *env {
@@ -51,7 +52,7 @@ func (e *env) open() {
 	}
 	j := e.j
 	e.t.Cleanup(func() { j.Close() })
-	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", RedisTimeout: time.Second}, e.rdb, e.j,
+	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", RedisTimeout: time.Second, Now: e.now}, e.rdb, e.j,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	if err != nil {
 		e.t.Fatal(err)
