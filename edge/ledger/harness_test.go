@@ -32,6 +32,7 @@ type env struct {
 	// proxy, when set, carries every byte between the ledger and Redis
 	// (newProxiedEnv): real link faults, the test reading Redis directly.
 	proxy *testenv.FaultProxy
+	now   func() time.Time // the ledger's clock; nil = time.Now
 }
 
 func newEnv(t testing.TB, o journal.Options) *env {
@@ -69,7 +70,7 @@ func (e *env) open() {
 	}
 	j := e.j
 	e.t.Cleanup(func() { j.Close() })
-	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", RedisTimeout: time.Second}, e.rdb, e.j,
+	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", RedisTimeout: time.Second, Now: e.now}, e.rdb, e.j,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	if err != nil {
 		e.t.Fatal(err)
