@@ -87,6 +87,10 @@ type Watcher struct {
 
 	mu    sync.Mutex
 	state State
+	// imported: the store's account has no JetStream (the two-account
+	// template), so the bucket's stream info and direct gets are asked
+	// on the subjects the account imports them under.
+	imported bool
 }
 
 // New returns a watcher applying cfg's bucket, read over link, through l.
@@ -430,13 +434,49 @@ type streamInfo struct {
 	} `json:"state"`
 }
 
+// jsNotEnabledForAccount is JetStream's error code when the asking
+// account has no JetStream: the stores' account of the two-account
+// template, which imports the bucket's reads under other subjects.
+const jsNotEnabledForAccount = 10039
+
+// api is the subject of one of the bucket's read requests: JetStream's
+// own in an account with JetStream, else the stores' import of it
+// (wire.CatalogAPISubject).
+func (w *Watcher) api(op string) string {
+	w.mu.Lock()
+	imported := w.imported
+	w.mu.Unlock()
+	if imported {
+		return wire.CatalogAPISubject(w.cfg.Bucket, op)
+	}
+	switch op {
+	case wire.CatalogAPIInfo:
+		return "$JS.API.STREAM.INFO." + wire.CatalogStream(w.cfg.Bucket)
+	default:
+		return "$JS.API.DIRECT.GET." + wire.CatalogStream(w.cfg.Bucket)
+	}
+}
+
 func (w *Watcher) streamInfo(ctx context.Context, nc *nats.Conn) (streamInfo, error) {
+	info, err := w.streamInfoOn(ctx, nc, w.api(wire.CatalogAPIInfo))
+	if info.Error != nil && info.Error.ErrCode == jsNotEnabledForAccount {
+		w.mu.Lock()
+		w.imported = true
+		w.mu.Unlock()
+		w.log.Info("the store's NATS account has no JetStream: reading the catalog through its imports",
+			"info", wire.CatalogAPISubject(w.cfg.Bucket, wire.CatalogAPIInfo), "get", wire.CatalogAPISubject(w.cfg.Bucket, wire.CatalogAPIGet))
+		info, err = w.streamInfoOn(ctx, nc, w.api(wire.CatalogAPIInfo))
+	}
+	return info, err
+}
+
+func (w *Watcher) streamInfoOn(ctx context.Context, nc *nats.Conn, subject string) (streamInfo, error) {
 	var info streamInfo
 	rctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
 	defer cancel()
-	m, err := nc.RequestWithContext(rctx, "$JS.API.STREAM.INFO."+wire.CatalogStream(w.cfg.Bucket), nil)
+	m, err := nc.RequestWithContext(rctx, subject, nil)
 	if err != nil {
-		return info, fmt.Errorf("catalog bucket status: %w", err)
+		return info, fmt.Errorf("catalog bucket status (%s): %w", subject, err)
 	}
 	if err := json.Unmarshal(m.Data, &info); err != nil {
 		return info, fmt.Errorf("catalog bucket status: %w", err)
@@ -479,7 +519,7 @@ func cmpU64(a, b uint64) int {
 // with batched direct gets ($JS.API.DIRECT.GET.<stream>: read-only, and
 // answered on the store's own inbox).
 func (w *Watcher) readScope(ctx context.Context, nc *nats.Conn, filter string, from uint64) ([]kvEntry, error) {
-	subject := "$JS.API.DIRECT.GET." + wire.CatalogStream(w.cfg.Bucket)
+	subject := w.api(wire.CatalogAPIGet)
 	keyPrefix := "$KV." + w.cfg.Bucket + "."
 	var out []kvEntry
 	for {

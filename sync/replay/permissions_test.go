@@ -77,13 +77,14 @@ func startHQ(t *testing.T, url string) {
 // one-account template).
 func TestPerStorePermissions(t *testing.T) {
 	const other = "S002"
-	srv := testenv.StartNATSWithConfig(t, testenv.SecurityTemplate(t, securityDoc))
+	srv := testenv.StartNATSWithConfig(t, testenv.WithOperator(t, testenv.SecurityTemplate(t, securityDoc)))
 	url := func(user string) string {
 		return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", strings.ToLower(user), testenv.DocumentedPassword, srv.Port)
 	}
-	hqURL := url("hq")
-	hnc, hjs := hqConn(t, hqURL)
-	startHQ(t, hqURL)
+	// posedge-hq runs as the documented restricted user hq; the test
+	// looks and sets the catalog up as the operator.
+	startHQ(t, url("hq"))
+	hnc, hjs := hqConn(t, url(testenv.OperatorUser))
 	stream, err := hjs.Stream(context.Background(), wire.DefaultStream)
 	if err != nil {
 		t.Fatal(err)

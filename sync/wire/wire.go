@@ -45,6 +45,22 @@ func CatalogLiveSubject(bucket string) string { return CatalogLivePrefix + "." +
 // CatalogLivePrefix heads CatalogLiveSubject.
 const CatalogLivePrefix = "posedge.catalog"
 
+// CatalogAPISubject is where a store's account without JetStream (the
+// stores' account of docs/security.md's two-account template) imports
+// one of the catalog bucket's two read requests from HQ's account:
+// "posedge.hq.catalog.<bucket>.info" for $JS.API.STREAM.INFO.KV_<bucket>,
+// "posedge.hq.catalog.<bucket>.get" for $JS.API.DIRECT.GET.KV_<bucket>.
+// (In an account without JetStream the server itself answers every
+// $JS.API request with "not enabled", so the imports need names of
+// their own.)
+func CatalogAPISubject(bucket, op string) string { return "posedge.hq.catalog." + bucket + "." + op }
+
+// The operations of CatalogAPISubject.
+const (
+	CatalogAPIInfo = "info"
+	CatalogAPIGet  = "get"
+)
+
 // CatalogStream is the JetStream stream behind a key-value bucket.
 func CatalogStream(bucket string) string { return "KV_" + bucket }
 
