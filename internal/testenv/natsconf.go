@@ -30,17 +30,6 @@ func StartNATSWithConfig(t testing.TB, conf string) *NATS {
 	return nil
 }
 
-// StorePermissions is the per-store NATS user of docs/security.md, for
-// store id s (user lower-case s, password "pw-" + s), as a user entry of
-// a nats-server accounts block: publish its own transactions, manifests,
-// heartbeats and "have" requests; read its own replies only.
-func StorePermissions(s string) string {
-	return fmt.Sprintf(`{user: %q, password: "pw-%s", permissions: {
-        publish: {allow: ["pos.txn.%s", "pos.txn.%s.>", "posedge.hq.have.%s"]}
-        subscribe: {allow: ["_INBOX.%s.>"]}
-      }}`, strings.ToLower(s), s, s, s, s, s)
-}
-
 // DocumentedPassword is the password SecurityTemplate gives every user.
 const DocumentedPassword = "pw"
 
