@@ -23,7 +23,8 @@ const securityDoc = "../docs/security.md"
 // till; a store killed while HQ changes prices shows the newest once
 // restarted, resumed rather than reloaded; with a store's credentials,
 // the catalog cannot be written (neither a key nor through the JetStream
-// API) and another store's changes are not delivered. Before this change
+// API) and another store's changes are not delivered; the store holds
+// one connection to HQ. Before this change
 // the store's watcher used a JetStream key-value watch, which the STORES
 // account cannot reach: no price ever came (checked: the first lookup
 // timed out).
@@ -66,6 +67,17 @@ func TestCatalogUnderTwoAccountTemplate(t *testing.T) {
 	t.Logf("after the restart, the newest prices at the till in %v", (at("B1", 220, 10*time.Second) + at("A1", 97, 10*time.Second)).Round(time.Millisecond))
 	if m := s.Admin("GET", "/metrics", nil); !strings.Contains(string(m.Body), "posedge_catalog_reloads_total 0") {
 		t.Errorf("the restarted daemon reloaded the catalog instead of resuming:\n%s", grepLines(string(m.Body), "posedge_catalog_"))
+	}
+	// One connection to HQ: the replay's, the catalog reading over it
+	// (before, the catalog watch dialed "posedge S001 catalog" of its own).
+	var mine []string
+	for _, name := range c.NATS.ClientNames() {
+		if strings.HasPrefix(name, "posedge S001") {
+			mine = append(mine, name)
+		}
+	}
+	if len(mine) != 1 {
+		t.Errorf("S001's connections to HQ: %q, want one", mine)
 	}
 	if l := s.Edge.Tail(1 << 20); strings.Contains(strings.ToLower(l), "permissions violation") {
 		t.Errorf("the store hit a permission violation:\n%s", grepLines(l, "ermission"))

@@ -577,8 +577,8 @@ func isPut(h nats.Header) bool {
 // revision and the one before it from JetStream's headers.
 func liveEntry(m *nats.Msg, prefix string) (kvEntry, uint64, error) {
 	key, ok := strings.CutPrefix(m.Subject, prefix)
-	if !ok {
-		return kvEntry{}, 0, errors.New("not a catalog subject")
+	if !ok || key == "" {
+		return kvEntry{}, 0, errors.New("not a catalog key's subject")
 	}
 	rev, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
 	if err != nil || rev == 0 {
