@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/posedge/posedge/internal/cents"
+
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
-	"github.com/posedge/posedge/sync/wire"
 )
 
 // BenchmarkCatalogImport50k imports a price list of 50,000 items into a
@@ -33,7 +34,7 @@ func BenchmarkCatalogImport50k(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	f, _ := os.Open(path)
-	rows, err := hq.ParseCatalogCSV(f, wire.DefaultMaxSaleCents)
+	rows, err := hq.ParseCatalogCSV(f, cents.DefaultMaxSaleCents)
 	f.Close()
 	if err != nil || len(rows) != items {
 		b.Fatalf("parse: %d rows, %v", len(rows), err)

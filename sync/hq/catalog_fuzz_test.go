@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/posedge/posedge/sync/wire"
+	"github.com/posedge/posedge/internal/cents"
 )
 
 // FuzzParseCatalogCSV: of any price list, an accepted one holds only
@@ -22,7 +22,7 @@ func FuzzParseCatalogCSV(f *testing.F) {
 	f.Add([]byte("A1,Milk,350,true\nA1,Milk,351,true\n"))
 	f.Add([]byte("A1,Milk,100000000001,true\n"))
 	f.Fuzz(func(t *testing.T, file []byte) {
-		rows, err := ParseCatalogCSV(bytes.NewReader(file), wire.DefaultMaxSaleCents)
+		rows, err := ParseCatalogCSV(bytes.NewReader(file), cents.DefaultMaxSaleCents)
 		if err != nil {
 			return
 		}
@@ -33,7 +33,7 @@ func FuzzParseCatalogCSV(f *testing.F) {
 		var out bytes.Buffer
 		w := csv.NewWriter(&out)
 		for _, r := range rows {
-			if fe := ValidateCatalogEntry(r.StoreID, r.Barcode, r.Item, wire.DefaultMaxSaleCents); fe != nil {
+			if fe := ValidateCatalogEntry(r.StoreID, r.Barcode, r.Item, cents.DefaultMaxSaleCents); fe != nil {
 				t.Fatalf("accepted line %d, which is invalid: %v", r.Line, fe)
 			}
 			k := CatalogKey(r.StoreID, r.Barcode)
@@ -46,7 +46,7 @@ func FuzzParseCatalogCSV(f *testing.F) {
 			}
 		}
 		w.Flush()
-		again, err := ParseCatalogCSV(&out, wire.DefaultMaxSaleCents)
+		again, err := ParseCatalogCSV(&out, cents.DefaultMaxSaleCents)
 		if err != nil {
 			t.Fatalf("the accepted rows written back are refused: %v\n%s", err, out.Bytes())
 		}

@@ -16,12 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posedge/posedge/internal/cents"
+
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/posedge/posedge/internal/apispec"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
-	"github.com/posedge/posedge/sync/wire"
 )
 
 func newCatalog(t *testing.T) (*hq.Catalog, jetstream.KeyValue, hq.Config) {
@@ -234,7 +235,7 @@ func TestParseCatalogCSV(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rows, err := hq.ParseCatalogCSV(strings.NewReader(tc.csv), wire.DefaultMaxSaleCents)
+			rows, err := hq.ParseCatalogCSV(strings.NewReader(tc.csv), cents.DefaultMaxSaleCents)
 			switch {
 			case tc.err == "" && err != nil:
 				t.Fatalf("err = %v", err)

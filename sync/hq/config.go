@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/posedge/posedge/internal/cents"
+
 	"github.com/goccy/go-yaml"
 	"github.com/jackc/pgx/v5"
 
@@ -92,7 +94,7 @@ func DefaultConfig() Config {
 		SilentAfter:     hqdb.DefaultSilentAfter,
 		AckWait:         DefaultAckWait,
 		CatalogBucket:   DefaultCatalogBucket,
-		MaxSaleCents:    wire.DefaultMaxSaleCents,
+		MaxSaleCents:    cents.DefaultMaxSaleCents,
 	}
 }
 
@@ -255,8 +257,8 @@ func ParseConfig(file string, data []byte) (Config, error) {
 		switch {
 		case err != nil:
 			v.add("max_sale_cents", *fc.MaxSaleCents, errors.New("not a whole number of cents"))
-		case n < 1 || n > wire.MaxSaleCentsLimit:
-			v.add("max_sale_cents", *fc.MaxSaleCents, fmt.Errorf("must be between 1 and %d", wire.MaxSaleCentsLimit))
+		case n < 1 || n > cents.MaxSaleCentsCeiling:
+			v.add("max_sale_cents", *fc.MaxSaleCents, fmt.Errorf("must be between 1 and %d", cents.MaxSaleCentsCeiling))
 		default:
 			c.MaxSaleCents = n
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posedge/posedge/internal/cents"
+
 	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -20,15 +22,15 @@ import (
 // is the body as received, and what it indexes (store, flow, terminal,
 // kind, total) is what any JSON reader finds in that body.
 func FuzzDecodeTxn(f *testing.F) {
-	f.Add(txnBody("1", 700, [2]int64{2, 200}, [2]int64{1, 300}), wire.DefaultMaxSaleCents)
+	f.Add(txnBody("1", 700, [2]int64{2, 200}, [2]int64{1, 300}), cents.DefaultMaxSaleCents)
 	f.Add(txnBody("1", 5000100, wrappingLines()...), int64(9223372036854775807))
-	f.Add(txnBody("1", wire.DefaultMaxSaleCents+1, [2]int64{1, wire.DefaultMaxSaleCents + 1}), wire.DefaultMaxSaleCents)
-	f.Add(txnBody("1", 701, [2]int64{1, 700}), wire.DefaultMaxSaleCents)
-	f.Add([]byte(`{"flow_no":"1","store_id":"S001","terminal_id":"T01","kind":"sale","total_cents":5,"TOTAL_CENTS":7,"created_at":"2026-05-20T10:00:00Z","lines":[{"barcode":"A","qty":1,"price_cents":5}]}`), wire.DefaultMaxSaleCents)
-	f.Add([]byte(`{"flow_no":"1","store_id":"S001","terminal_id":"T01","kind":"refund","total_cents":40,"created_at":"2026-05-20T10:00:00Z","lines":[{"barcode":"A","qty":1,"qty":40,"price_cents":1}]}`), wire.DefaultMaxSaleCents)
+	f.Add(txnBody("1", cents.DefaultMaxSaleCents+1, [2]int64{1, cents.DefaultMaxSaleCents + 1}), cents.DefaultMaxSaleCents)
+	f.Add(txnBody("1", 701, [2]int64{1, 700}), cents.DefaultMaxSaleCents)
+	f.Add([]byte(`{"flow_no":"1","store_id":"S001","terminal_id":"T01","kind":"sale","total_cents":5,"TOTAL_CENTS":7,"created_at":"2026-05-20T10:00:00Z","lines":[{"barcode":"A","qty":1,"price_cents":5}]}`), cents.DefaultMaxSaleCents)
+	f.Add([]byte(`{"flow_no":"1","store_id":"S001","terminal_id":"T01","kind":"refund","total_cents":40,"created_at":"2026-05-20T10:00:00Z","lines":[{"barcode":"A","qty":1,"qty":40,"price_cents":1}]}`), cents.DefaultMaxSaleCents)
 	f.Fuzz(func(t *testing.T, body []byte, maxCents int64) {
-		if maxCents < 1 || maxCents > wire.MaxSaleCentsLimit {
-			maxCents = wire.DefaultMaxSaleCents // the configured bound is always within these
+		if maxCents < 1 || maxCents > cents.MaxSaleCentsCeiling {
+			maxCents = cents.DefaultMaxSaleCents // the configured bound is always within these
 		}
 		m, err := hq.DecodeMsg(wire.DefaultSubjectPrefix, "pos.txn.S001", wire.SchemaV1, body, time.Unix(0, 0))
 		if err != nil {

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posedge/posedge/internal/cents"
+
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/hqdb"
@@ -43,7 +45,7 @@ func wrappingLines() [][2]int64 {
 }
 
 func TestScreenQuarantinesMoneyHQMustNotCount(t *testing.T) {
-	const max = wire.DefaultMaxSaleCents
+	const max = cents.DefaultMaxSaleCents
 	cases := []struct {
 		name string
 		body []byte

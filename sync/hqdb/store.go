@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -383,16 +384,16 @@ func (g *DayGuard) Admit(m *Msg) (bool, error) {
 		t = &stored
 		g.days[k] = t
 	}
-	n, cents := &t.Sales, &t.SalesCents
+	n, amount := &t.Sales, &t.SalesCents
 	if m.Txn.Kind == "refund" {
-		n, cents = &t.Refunds, &t.RefundCents
+		n, amount = &t.Refunds, &t.RefundCents
 	}
-	nn, ok1 := wire.AddCents(*n, 1)
-	nc, ok2 := wire.AddCents(*cents, m.Txn.TotalCents)
+	nn, ok1 := cents.Add(*n, 1)
+	na, ok2 := cents.Add(*amount, m.Txn.TotalCents)
 	if !ok1 || !ok2 {
 		return false, nil
 	}
-	*n, *cents = nn, nc
+	*n, *amount = nn, na
 	return true, nil
 }
 

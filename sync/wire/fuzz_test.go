@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strconv"
 	"testing"
+
+	"github.com/posedge/posedge/internal/cents"
 )
 
 // bigCheck is CheckAmounts computed another way, in arbitrary precision:
@@ -35,11 +37,11 @@ func bigCheck(lines []Line, total, maxCents int64) bool {
 // arithmetic accepts, for amounts anywhere in int64 (two lines, so that
 // sums of products that wrap are reachable).
 func FuzzCheckAmounts(f *testing.F) {
-	f.Add(int64(1), int64(700), int64(2), int64(150), int64(1000), DefaultMaxSaleCents)
+	f.Add(int64(1), int64(700), int64(2), int64(150), int64(1000), cents.DefaultMaxSaleCents)
 	f.Add(int64(1000000), int64(1000000000000), int64(1), int64(0), int64(0), int64(math.MaxInt64))
 	f.Add(int64(3), int64(3074457345618258603), int64(1), int64(-1), int64(-7), int64(math.MaxInt64))
 	f.Add(int64(2), int64(math.MaxInt64/2+1), int64(1), int64(0), int64(0), int64(math.MaxInt64))
-	f.Add(int64(1), DefaultMaxSaleCents, int64(1), int64(1), DefaultMaxSaleCents+1, DefaultMaxSaleCents)
+	f.Add(int64(1), cents.DefaultMaxSaleCents, int64(1), int64(1), cents.DefaultMaxSaleCents+1, cents.DefaultMaxSaleCents)
 	f.Fuzz(func(t *testing.T, q1, p1, q2, p2, total, maxCents int64) {
 		lines := []Line{{"A", q1, p1}, {"B", q2, p2}}
 		err := CheckAmounts(lines, total, maxCents)

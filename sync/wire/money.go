@@ -6,22 +6,6 @@ import (
 	"github.com/posedge/posedge/internal/cents"
 )
 
-// Money bounds and arithmetic now live in internal/cents; these names
-// stay as thin aliases so that callers on other branches keep building.
-// New code uses internal/cents.
-const (
-	// DefaultMaxSaleCents is cents.DefaultMaxSaleCents.
-	DefaultMaxSaleCents = cents.DefaultMaxSaleCents
-	// MaxSaleCentsLimit is cents.MaxSaleCentsCeiling.
-	MaxSaleCentsLimit = cents.MaxSaleCentsCeiling
-)
-
-// MulCents is cents.Mul.
-func MulCents(qty, price int64) (int64, bool) { return cents.Mul(qty, price) }
-
-// AddCents is cents.Add.
-func AddCents(a, b int64) (int64, bool) { return cents.Add(a, b) }
-
 // Line is one line of a transaction body as HQ checks it.
 type Line struct {
 	Barcode    string `json:"barcode"`

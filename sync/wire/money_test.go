@@ -4,47 +4,12 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/posedge/posedge/internal/cents"
 )
 
-func TestMulAndAddCentsReportOverflow(t *testing.T) {
-	mul := []struct {
-		a, b int64
-		want int64
-		ok   bool
-	}{
-		{1000000, 1000000000000, 1000000000000000000, true},
-		{math.MaxInt64, 1, math.MaxInt64, true},
-		{1 << 32, 1 << 31, 0, false}, // 2^63
-		{3, 3074457345618258603, 0, false},
-		{1000000, 446744073709, 446744073709000000, true},
-		{-1, 5, 0, false},
-		{0, math.MaxInt64, 0, true},
-	}
-	for _, c := range mul {
-		if got, ok := MulCents(c.a, c.b); got != c.want || ok != c.ok {
-			t.Errorf("MulCents(%d, %d) = %d, %v; want %d, %v", c.a, c.b, got, ok, c.want, c.ok)
-		}
-	}
-	add := []struct {
-		a, b int64
-		want int64
-		ok   bool
-	}{
-		{math.MaxInt64 - 1, 1, math.MaxInt64, true},
-		{math.MaxInt64, 1, 0, false},
-		{math.MinInt64, -1, 0, false},
-		{math.MinInt64, math.MaxInt64, -1, true},
-		{-5, 3, -2, true},
-	}
-	for _, c := range add {
-		if got, ok := AddCents(c.a, c.b); got != c.want || ok != c.ok {
-			t.Errorf("AddCents(%d, %d) = %d, %v; want %d, %v", c.a, c.b, got, ok, c.want, c.ok)
-		}
-	}
-}
-
 func TestCheckAmounts(t *testing.T) {
-	const max = DefaultMaxSaleCents
+	const max = cents.DefaultMaxSaleCents
 	var wrap []Line // the batch: 2^64 + 5,000,100 in 64 bits is 5,000,100
 	for range 18 {
 		wrap = append(wrap, Line{"ov", 1000000, 1000000000000})

@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/sync/hqdb"
-	"github.com/posedge/posedge/sync/wire"
 )
 
 // The one-round-trip ingest of a batch: one statement inserts the
@@ -128,13 +128,13 @@ func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, er
 			t = &hqdb.Totals{}
 			days[dk] = t
 		}
-		n, cents := &t.Sales, &t.SalesCents
+		n, amount := &t.Sales, &t.SalesCents
 		if m.Txn.Kind == "refund" {
-			n, cents = &t.Refunds, &t.RefundCents
+			n, amount = &t.Refunds, &t.RefundCents
 		}
 		var ok1, ok2 bool
-		*n, ok1 = wire.AddCents(*n, 1)
-		*cents, ok2 = wire.AddCents(*cents, m.Txn.TotalCents)
+		*n, ok1 = cents.Add(*n, 1)
+		*amount, ok2 = cents.Add(*amount, m.Txn.TotalCents)
 		if !ok1 || !ok2 {
 			return nil, errCareful
 		}
