@@ -44,6 +44,12 @@ func layering() []layerRule {
 		{"edge/ratelimit", "edge/ledger", "the limiter decides without the money path"},
 		{"sync/replay", "edge/", "the replayer reads the journal, never the edge daemon"},
 		{"lua", "edge/", "scripts know no caller"},
+		// Health facts are below their judging, and neither links the
+		// daemon: `posedge status` judges a journal while the daemon is
+		// down (issue 25: it linked the whole daemon for two helpers).
+		{"edge/health", "edge/status", "facts are gathered without their judging"},
+		{"edge/health", "edge/daemon", "subsystems report facts; the daemon only wires them"},
+		{"edge/status", "edge/daemon", "status judges facts, it does not gather them"},
 		// The money core and its feeders know no HTTP: request decoding
 		// and the refusal → status mapping live in edge/api, so each can
 		// be tested and reused without a server.
@@ -52,6 +58,7 @@ func layering() []layerRule {
 		{"offline/", httpCode, "the journal knows no HTTP"},
 		{"sync/replay", httpCode, "the replayer speaks NATS, not HTTP"},
 		{"lua", httpCode, "scripts know no HTTP"},
+		{"edge/health", httpCode, "facts are read by /readyz and status, they serve no HTTP"},
 		{"internal/cents", httpCode, "money arithmetic knows no HTTP"},
 		// The test harness stays out of shipped code.
 		{"", "internal/testenv", "the test harness is for tests only"},
