@@ -118,7 +118,7 @@ func redisChecks(f Facts, th Thresholds, c *checks) {
 		if !rd.OK {
 			last = "error: " + rd.Error
 		}
-		c.addSeen("redis", Unknown, fmt.Sprintf("stale: Redis last probed %s ago (%s); not judged", human(f.Now.Sub(seen)), last),
+		c.addSeen("redis", Unknown, fmt.Sprintf("stale, not judged: no probe of Redis since the last (%s)", last),
 			"the daemon's health prober has not reported since: check the posedge log; restart posedge if it persists", seen)
 		c.list[len(c.list)-1].Stale = true
 		return

@@ -42,7 +42,18 @@ func TestRenderGolden(t *testing.T) {
 	stalled.HQ.LastError = "nats: timeout waiting for ack"
 	stalled.Redis.Latency = 190 * time.Millisecond
 
+	// As the daemon reports it: Redis probed 2 s ago, every Redis line
+	// with that age; then the prober stuck for 14 s.
+	probed := healthy()
+	probed.Redis.SeenAt = now.Add(-2 * time.Second)
+	stale := healthy()
+	stale.Redis.SeenAt = now.Add(-14 * time.Second)
+	staleTh := thresholds()
+	staleTh.StaleAfter = StaleAfter
+
 	cases := map[string]Report{
+		"probed":       Evaluate(probed, staleTh),
+		"stale":        Evaluate(stale, staleTh),
 		"hq-stalled":   Evaluate(stalled, thresholds()),
 		"ok":           Evaluate(healthy(), thresholds()),
 		"warn":         Evaluate(warn, thresholds()),

@@ -406,3 +406,76 @@ func TestPlaintextLinksAreTold(t *testing.T) {
 	}
 	t.Fatalf("no plaintext check in %+v", r.Checks)
 }
+
+// Each probed fact carries its age, and a Redis fact older than
+// StaleAfter is no longer believed: one UNKNOWN, stale line instead of
+// the OK it last said, and the mode judged by the ledger alone.
+func TestFactAgeAndStaleness(t *testing.T) {
+	th := thresholds()
+	th.StaleAfter = StaleAfter
+	cases := []struct {
+		name      string
+		seen      time.Duration // Redis last probed this long ago
+		redisOK   bool
+		degraded  bool
+		wantLevel Level
+		wantMode  string
+		wantAge   int64
+		wantStale bool
+	}{
+		{"fresh healthy fact", 2 * time.Second, true, false, OK, "normal", 2, false},
+		{"at the threshold, still believed", StaleAfter, true, false, OK, "normal", int64(StaleAfter / time.Second), false},
+		{"stale OK is not OK", StaleAfter + time.Second, true, false, Unknown, "normal", int64(StaleAfter/time.Second) + 1, true},
+		{"stale failure is not taken for degraded", time.Minute, false, false, Unknown, "normal", 60, true},
+		{"stale, ledger degraded: crit all the same", time.Minute, true, true, Crit, "degraded", 60, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := healthy()
+			f.Redis.SeenAt, f.Redis.OK, f.Ledger.Degraded = now.Add(-tc.seen), tc.redisOK, tc.degraded
+			if !tc.redisOK {
+				f.Redis.Error = "connection refused"
+			}
+			r := Evaluate(f, th)
+			if r.Status != tc.wantLevel || r.Mode != tc.wantMode {
+				t.Fatalf("status %s mode %s, want %s %s; checks %+v", r.Status, r.Mode, tc.wantLevel, tc.wantMode, r.Checks)
+			}
+			var redis *Check
+			for i, c := range r.Checks {
+				switch c.Name {
+				case "redis":
+					redis = &r.Checks[i]
+				case "replicas", "redis_latency", "sentinels", "clock", "redis_memory":
+					if tc.wantStale {
+						t.Errorf("stale Redis fact still judged by %s: %+v", c.Name, c)
+					} else if c.AgeSeconds == nil || *c.AgeSeconds != tc.wantAge {
+						t.Errorf("%s carries age %v, want %d", c.Name, c.AgeSeconds, tc.wantAge)
+					}
+				}
+			}
+			if redis == nil || redis.Stale != tc.wantStale || redis.AgeSeconds == nil || *redis.AgeSeconds != tc.wantAge {
+				t.Fatalf("redis check %+v, want stale %v age %d", redis, tc.wantStale, tc.wantAge)
+			}
+			if tc.wantStale && (redis.Status != Unknown || !strings.Contains(redis.Detail, "stale") || redis.Hint == "") {
+				t.Fatalf("stale redis check %+v", redis)
+			}
+			if r.Redis.SeenAt == nil || *r.Redis.SeenAt != now.Add(-tc.seen).UTC().Format(time.RFC3339) {
+				t.Fatalf("redis.seen_at %v", r.Redis.SeenAt)
+			}
+		})
+	}
+}
+
+// A fact read for the report (journal, HQ link) has no age; a fact never
+// seen has none either: the JSON says nothing rather than a false 0.
+func TestNoAgeWithoutASeenFact(t *testing.T) {
+	r := Evaluate(healthy(), thresholds())
+	for _, c := range r.Checks {
+		if c.AgeSeconds != nil || c.Stale {
+			t.Errorf("check %s has age %d / stale %v without a seen fact", c.Name, *c.AgeSeconds, c.Stale)
+		}
+	}
+	if r.Redis.SeenAt != nil {
+		t.Errorf("redis.seen_at %v", *r.Redis.SeenAt)
+	}
+}
