@@ -41,7 +41,11 @@ func TestDaemonKilledWhileSelling(t *testing.T) {
 
 // SIGKILL of the Redis master under load: Sentinel promotes a replica;
 // sales, refunds and batches go on (degraded for the seconds it takes)
-// and nothing repeats.
+// and nothing repeats. The replicas are made to lag first (their
+// replication user switched off on the master, their links killed:
+// testenv.Redis.Cut), so the master takes sales no replica has, and the
+// test requires that the promoted one lacked some: the repair must bring
+// them back from the journal.
 func TestRedisMasterKilledUnderLoad(t *testing.T) {
 	seed := testSeed(t)
 	s := startStore(t, testenv.StoreOptions{Limits: looseMix})
@@ -49,8 +53,22 @@ func TestRedisMasterKilledUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	mt := runMix(t, ctx, s, 4, "master", seed)
 	time.Sleep(1500 * time.Millisecond)
-	s.Redis.KillNode(s.Redis.MasterIndex())
+	old := s.Redis.MasterIndex()
+	s.Redis.Cut(old, testenv.ReplicationUser)
+	time.Sleep(600 * time.Millisecond)
+	replicaSeq := map[int]int64{}
+	for _, i := range s.Redis.ReplicaIndexes() {
+		replicaSeq[i] = nodeSeq(s, i)
+	}
+	atKill := nodeSeq(s, old)
+	s.Redis.KillNode(old)
 	testenv.WaitFor(t, 30*time.Second, "a replica promoted", func() bool { return s.Redis.MasterIndex() > 0 })
+	promoted := s.Redis.MasterIndex()
+	if lacking := atKill - replicaSeq[promoted]; lacking <= 0 {
+		t.Fatalf("the promoted replica lacked no write: flow sequence %d on it, %d on the master at the kill", replicaSeq[promoted], atKill)
+	} else {
+		t.Logf("the promoted replica lacked %d flow numbers (sequence %d, the master's %d at the kill)", lacking, replicaSeq[promoted], atKill)
+	}
 	time.Sleep(2 * time.Second)
 	cancel()
 	got := mt.wait()

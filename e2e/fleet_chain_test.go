@@ -15,41 +15,7 @@ import (
 	"github.com/posedge/posedge/internal/testenv"
 )
 
-// chainStoreUser is the per-store NATS user of docs/security.md ("Per-store
-// NATS permissions" with the catalog lines of "The catalog watch"), for
-// store s.
-func chainStoreUser(s string) string {
-	return fmt.Sprintf(`{user: %q, password: "pw-%[1]s", permissions: {
-        publish: {allow: ["pos.txn.%[1]s", "pos.txn.%[1]s.>", "posedge.hq.have.%[1]s",
-                          "$JS.API.STREAM.INFO.KV_POS_CATALOG", "$JS.API.CONSUMER.CREATE.KV_POS_CATALOG.>",
-                          "$JS.API.CONSUMER.DELETE.KV_POS_CATALOG.>", "$JS.FC.KV_POS_CATALOG.>"]}
-        subscribe: {allow: ["_INBOX.%[1]s.>"]}
-      }}`, s)
-}
-
-// chainHQUser is posedge-hq's own NATS user of docs/security.md
-// ("posedge-hq's NATS user"): no more than it needs.
-const chainHQUser = `{user: "hq", password: "pw-hq", permissions: {
-        publish: {allow: [
-          "$JS.API.INFO",
-          "$JS.API.STREAM.INFO.POS_TXN", "$JS.API.STREAM.CREATE.POS_TXN", "$JS.API.STREAM.UPDATE.POS_TXN",
-          "$JS.API.CONSUMER.CREATE.POS_TXN.>", "$JS.API.CONSUMER.DURABLE.CREATE.POS_TXN.>",
-          "$JS.API.CONSUMER.INFO.POS_TXN.>", "$JS.API.CONSUMER.MSG.NEXT.POS_TXN.>", "$JS.ACK.POS_TXN.>",
-          "$JS.API.STREAM.INFO.KV_POS_CATALOG", "$JS.API.STREAM.CREATE.KV_POS_CATALOG", "$JS.API.STREAM.UPDATE.KV_POS_CATALOG",
-          "$JS.API.STREAM.MSG.GET.KV_POS_CATALOG", "$JS.API.DIRECT.GET.KV_POS_CATALOG.>", "$KV.POS_CATALOG.>"]}
-        subscribe: {allow: ["_INBOX.>", "posedge.hq.have.*"]}
-        allow_responses: true
-      }}`
-
 var chainIDs = []string{"S001", "S002", "S003"}
-
-func chainNATSConf() string {
-	users := []string{chainHQUser}
-	for _, s := range chainIDs {
-		users = append(users, chainStoreUser(s))
-	}
-	return fmt.Sprintf("accounts {\n  POS {\n    jetstream: enabled\n    users [\n      %s\n    ]\n  }\n}\n", strings.Join(users, "\n      "))
-}
 
 // fleetEntry is what the test reads of one store of the fleet view.
 type fleetEntry struct {
@@ -72,9 +38,10 @@ type fleetEntry struct {
 // silent after silent_after (4 s here) while the others, selling, do
 // not, and `posedge-hq stores` exits 1 naming it first.
 func TestFleetChain(t *testing.T) {
-	c := testenv.StartChain(t, testenv.ChainOptions{Bin: bin, API: api, NATSConf: chainNATSConf(),
-		HQUser:    "hq:pw-hq",
-		StoreUser: func(id string) string { return id + ":pw-" + id },
+	c := testenv.StartChain(t, testenv.ChainOptions{Bin: bin, API: api,
+		NATSConf:  testenv.WithOperator(t, testenv.SecurityTemplateFor(t, securityDoc, chainIDs...)),
+		HQUser:    "hq:" + testenv.DocumentedPassword,
+		StoreUser: func(id string) string { return strings.ToLower(id) + ":" + testenv.DocumentedPassword },
 		HQExtra:   "silent_after: \"4s\"\n"})
 	start := time.Now()
 	stores := map[string]*testenv.Store{}
@@ -209,7 +176,7 @@ func TestFleetChain(t *testing.T) {
 	// HQ answers a store's "have" query (the replay's, after an
 	// ambiguous send) through its restricted user: subscribe on
 	// posedge.hq.have.*, reply by allow_responses only.
-	snc, err := nats.Connect(fmt.Sprintf("nats://S001:pw-S001@127.0.0.1:%d", c.NATS.Port), nats.CustomInboxPrefix("_INBOX.S001"))
+	snc, err := nats.Connect(fmt.Sprintf("nats://s001:%s@127.0.0.1:%d", testenv.DocumentedPassword, c.NATS.Port), nats.CustomInboxPrefix("_INBOX.S001"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +188,7 @@ func TestFleetChain(t *testing.T) {
 	})
 
 	violated := make(chan error, 4)
-	hnc, err := nats.Connect(fmt.Sprintf("nats://hq:pw-hq@127.0.0.1:%d", c.NATS.Port),
+	hnc, err := nats.Connect(fmt.Sprintf("nats://hq:%s@127.0.0.1:%d", testenv.DocumentedPassword, c.NATS.Port),
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) { violated <- err }))
 	if err != nil {
 		t.Fatal(err)

@@ -261,7 +261,7 @@ func (m *mixTill) history(what, key string, body any, r testenv.Resp) {
 		}
 		for i, sb := range sales {
 			op := intentOp(m.term, "sale", sb["idempotency_key"].(string), sb)
-			op.Status, op.At = status, time.Now()
+			op.Status, op.At, op.Batch = status, time.Now(), true
 			if status == 200 && i < len(res.Results) {
 				op.Status, op.Body = res.Results[i].Status, res.Results[i].Sale
 			}

@@ -81,20 +81,21 @@ func TestNemesis(t *testing.T) {
 			t.Logf("no-sale gap over 3 s: %s", g)
 		}
 	}
-	// The 3 s bound outside a daemon restart (issue 21) is printed, not
-	// asserted: start-up and failover waits are not yet bounded by it
+	// The 3 s bound of issue 21, asserted outside the windows in which
+	// posedge itself is SIGKILLed (and restarting) or SIGSTOPped — nothing
+	// can answer a till then — with every other fault included
 	// (docs/durability.md "No-sale window").
 	outside := moneycheck.Gap{}
 	for _, g := range ns.Long {
-		if g.Len() > outside.Len() && !slices.Contains(g.Kinds, "posedge-kill") && !slices.Contains(g.Kinds, "posedge-dump") {
+		if g.Len() > outside.Len() && !daemonHeld(g) {
 			outside = g
 		}
 	}
-	// Per kind again without the restarts, which otherwise dominate
-	// every kind they overlap.
+	// Per kind again without the restarts and freezes, which otherwise
+	// dominate every kind they overlap.
 	byKind := map[string]time.Duration{}
 	for _, g := range ns.Long {
-		if slices.Contains(g.Kinds, "posedge-kill") || slices.Contains(g.Kinds, "posedge-dump") {
+		if daemonHeld(g) {
 			continue
 		}
 		for _, k := range g.Kinds {
@@ -103,15 +104,18 @@ func TestNemesis(t *testing.T) {
 	}
 	var parts []string
 	for _, f := range n.faults {
-		if f.kind != "posedge-kill" {
+		if f.kind != "posedge-kill" && f.kind != "posedge-freeze" {
 			parts = append(parts, fmt.Sprintf("%s %v", f.kind, byKind[f.kind].Round(10*time.Millisecond)))
 		}
 	}
-	t.Logf("no-sale window by kind outside daemon restarts (0s: under 1s): %s", strings.Join(parts, ", "))
+	t.Logf("no-sale window by kind outside daemon restarts and freezes (0s: under 1s): %s", strings.Join(parts, ", "))
 	if outside.Len() == 0 {
-		t.Logf("no-sale window outside a daemon restart: under 1s (bound 3s: true)")
+		t.Logf("no-sale window outside a daemon restart or freeze: under 1s (bound 3s: true)")
 	} else {
-		t.Logf("no-sale window outside a daemon restart: %s (bound 3s: %v)", outside, outside.Len() <= 3*time.Second)
+		t.Logf("no-sale window outside a daemon restart or freeze: %s (bound 3s: %v)", outside, outside.Len() <= 3*time.Second)
+	}
+	if outside.Len() > 3*time.Second {
+		t.Errorf("no till was told a sale for %s outside a posedge kill or freeze, want at most 3 s (issue 21)", outside)
 	}
 
 	// Drain: everything told reaches HQ and every degraded transaction is
@@ -148,6 +152,17 @@ func TestNemesis(t *testing.T) {
 		t.Fatalf("reconciliation found differences after the nemesis: %v", rep)
 	}
 	t.Logf("nemesis seed %d: %d transactions, 0 lost, 0 doubled; %d faults (%s)", seed, len(told), len(n.spans), n.counts())
+}
+
+// daemonHeld tells a gap posedge itself caused: it began under, or ran
+// through, posedge SIGKILLed (and its restart) or SIGSTOPped.
+func daemonHeld(g moneycheck.Gap) bool {
+	for _, k := range []string{"posedge-kill", "posedge-freeze", "posedge-dump"} {
+		if slices.Contains(g.Kinds, k) || slices.Contains(g.During, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // nemesisRecovery is how long after its heal a fault is still held

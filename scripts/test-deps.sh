@@ -20,6 +20,7 @@ need=(
 	"wixl wixl"
 	"git git"
 	"curl curl"
+	"gcc gcc" # go test -race needs cgo, so a C compiler (make test runs -race)
 )
 # PostgreSQL's initdb lives outside PATH on Debian.
 has() {

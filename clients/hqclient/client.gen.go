@@ -41,8 +41,15 @@ type Cents = int
 // DayDiff defines model for DayDiff.
 type DayDiff struct {
 	// Date The store's business day, YYYYMMDD.
-	Date       string  `json:"date"`
-	Manifest   Totals  `json:"manifest"`
+	Date     string `json:"date"`
+	Manifest Totals `json:"manifest"`
+
+	// PastRetention The day is older than the 7 business days each store audits and repairs by itself:
+	// nothing resends what HQ lacks of it without a person.
+	PastRetention bool `json:"past_retention"`
+
+	// Repair What happens to the day, in words (for people; may change between versions).
+	Repair     string  `json:"repair"`
 	StoreId    StoreID `json:"store_id"`
 	Stored     Totals  `json:"stored"`
 	TerminalId string  `json:"terminal_id"`

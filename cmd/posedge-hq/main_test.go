@@ -22,6 +22,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -254,7 +255,7 @@ func verify(t *testing.T, dsn string, perStore int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := hq.OpenStore(ctx, dsn, hq.StoreOptions{})
+	s, err := hq.OpenStore(ctx, dsn, hqdb.StoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

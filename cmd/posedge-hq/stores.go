@@ -16,6 +16,7 @@ import (
 
 	"github.com/posedge/posedge/internal/listenaddr"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 // Exit statuses of `posedge-hq stores` (contract §7, Nagios plugin
@@ -64,7 +65,7 @@ func (c *storesCommand) Run(ctx context.Context, args []string) error {
 	}
 	lines := hq.JudgeFleet(es)
 	if *asJSON {
-		out := make([]hq.StoreEntry, len(lines))
+		out := make([]hqdb.StoreEntry, len(lines))
 		for i, l := range lines {
 			out[i] = l.StoreEntry
 		}
@@ -85,7 +86,7 @@ func (c *storesCommand) Run(ctx context.Context, args []string) error {
 // askFleet reads GET /v1/stores from the admin listener of cfg, with its
 // token and, when admin.tls is set, trusting exactly its certificate (the
 // command runs on the HQ box itself).
-func askFleet(ctx context.Context, cfg *hq.Config, timeout time.Duration) ([]hq.StoreEntry, error) {
+func askFleet(ctx context.Context, cfg *hq.Config, timeout time.Duration) ([]hqdb.StoreEntry, error) {
 	host, err := listenaddr.Local(cfg.AdminListen)
 	if err != nil {
 		return nil, fmt.Errorf("admin.listen: %w", err)
@@ -132,7 +133,7 @@ func askFleet(ctx context.Context, cfg *hq.Config, timeout time.Duration) ([]hq.
 		return nil, fmt.Errorf("GET /v1/stores answered %s: %s", res.Status, msg)
 	}
 	var v struct {
-		Stores []hq.StoreEntry `json:"stores"`
+		Stores []hqdb.StoreEntry `json:"stores"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return nil, fmt.Errorf("the answer to GET /v1/stores is not the fleet: %w", err)

@@ -52,9 +52,13 @@ func TestChainReplaysEveryStoreOnce(t *testing.T) {
 	}
 	txns, manifests := uint64(0), uint64(0)
 	for subj, n := range info.State.Subjects {
-		if strings.HasSuffix(subj, ".manifest") {
+		switch {
+		case strings.HasSuffix(subj, ".manifest"):
 			manifests += n
-		} else {
+		case strings.HasSuffix(subj, ".heartbeat"):
+			// A store idle for a sync interval says it is alive (more
+			// often on a slow machine or under -race): not a transaction.
+		default:
 			txns += n
 		}
 	}

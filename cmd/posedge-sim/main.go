@@ -28,6 +28,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/posedge/posedge/internal/moneycheck"
 )
 
 var version = "dev"
@@ -54,6 +56,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if len(args) > 0 && args[0] == "chain" {
 		return runChain(ctx, args[1:], out)
 	}
+	if len(args) > 0 && args[0] == "check" {
+		return runCheck(args[1:], out)
+	}
 	fs := flag.NewFlagSet("posedge-sim", flag.ContinueOnError)
 	var c Config
 	var keys, barcodes string
@@ -71,6 +76,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.Float64Var(&c.RefundFraction, "refunds", 0, "fraction of sales refunded (one unit of a line) right after")
 	fs.DurationVar(&c.BatchEvery, "batch-every", 0, "an offline till uploads a /v1/sales/batch this often (0: never)")
 	fs.IntVar(&c.BatchSize, "batch-size", 20, "sales per batch upload (at most 100)")
+	historyFile := fs.String("history", "", "write every request's intent and answer to this file (JSON), for `posedge-sim check FILE`")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -101,9 +107,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New("--batch-size must be in [1, 100], --batch-every >= 0")
 	}
 	c.UserAgent = "posedge-sim/" + version
+	if *historyFile != "" {
+		c.History = &moneycheck.History{}
+	}
 	sum, err := Run(ctx, c, out)
 	if err != nil {
 		return err
+	}
+	if c.History != nil {
+		if err := writeHistory(*historyFile, c.History.Ops()); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "posedge-sim: history of %d requests written to %s\n", len(c.History.Ops()), *historyFile)
 	}
 	sum.Print(out)
 	if sum.ReplayMismatch > 0 {

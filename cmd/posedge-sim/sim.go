@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/clients/tillclient"
+	"github.com/posedge/posedge/internal/moneycheck"
 )
 
 // Config is one simulation run.
@@ -39,6 +40,9 @@ type Config struct {
 	// when Duration ends may finish within it. Default 10s.
 	SaleTimeout time.Duration
 	Client      *http.Client
+	// History, when set, records every sale, refund and batch sale as
+	// intent and final answer, for internal/moneycheck (--history).
+	History *moneycheck.History
 }
 
 // Terminal is one simulated till.
@@ -359,6 +363,7 @@ func (t *till) sale(ctx context.Context) {
 		return t.cl.api.CreateSale(ctx, &tillclient.CreateSaleParams{IdempotencyKey: key}, b)
 	}
 	r, err := t.cl.call(ctx, routeSale, sell)
+	t.record("sale", key, saleIntent(b), r, err)
 	if t.failed(r, err, http.StatusCreated) {
 		return
 	}
@@ -378,6 +383,7 @@ func (t *till) sale(ctx context.Context) {
 		return
 	}
 	r2, err := t.cl.call(ctx, routeSale, sell)
+	t.record("sale", key, saleIntent(b), r2, err)
 	if err == nil && r2.status == http.StatusCreated && flowNo(r2.body) == flow &&
 		r2.header.Get("Idempotent-Replayed") == "true" {
 		t.sum.Replays++
@@ -395,6 +401,8 @@ func (t *till) refund(ctx context.Context, flow string, l tillclient.SaleLine) {
 	r, err := t.cl.call(ctx, routeRefund, func(ctx context.Context) (*http.Response, error) {
 		return t.cl.api.CreateRefund(ctx, &tillclient.CreateRefundParams{IdempotencyKey: key}, body)
 	})
+	t.record("refund", key, moneycheck.Op{Lines: []moneycheck.Line{{Barcode: l.Barcode, Qty: 1}},
+		TotalCents: l.PriceCents, Original: flow}, r, err)
 	if t.failed(r, err, http.StatusCreated) {
 		return
 	}
@@ -428,13 +436,15 @@ func (t *till) uploadLoop(ctx context.Context) Summary {
 		}
 		var res struct {
 			Results []struct {
-				Status int `json:"status"`
+				Status int             `json:"status"`
+				Sale   json.RawMessage `json:"sale"`
 			} `json:"results"`
 		}
 		if json.Unmarshal(r.body, &res) != nil {
 			t.sum.Errors["bad_batch_json"]++
 			continue
 		}
+		t.recordBatch(sales, res.Results)
 		for _, x := range res.Results {
 			if x.Status == http.StatusCreated {
 				t.sum.BatchSales++
@@ -607,5 +617,58 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	case <-tm.C:
 		return nil
+	}
+}
+
+// saleIntent is a sale request as the history checker sees it.
+func saleIntent(b tillclient.SaleRequest) moneycheck.Op {
+	op := moneycheck.Op{TotalCents: b.TotalCents, Tender: string(b.Tender)}
+	for _, l := range b.Lines {
+		op.Lines = append(op.Lines, moneycheck.Line{Barcode: l.Barcode, Qty: int64(l.Qty), PriceCents: l.PriceCents})
+	}
+	return op
+}
+
+// record adds one request's intent and final answer to the history (no
+// answer: status 0, indeterminate).
+func (t *till) record(kind, key string, op moneycheck.Op, r answer, err error) {
+	if t.cfg.History == nil {
+		return
+	}
+	op.Terminal, op.Kind, op.Key, op.At = t.id, kind, key, time.Now()
+	if err == nil {
+		op.Status, op.Body = r.status, r.body
+	}
+	t.cfg.History.Add(op)
+}
+
+// recordBatch adds each sale of an answered batch with its own result.
+func (t *till) recordBatch(sales []tillclient.BatchItem, results []struct {
+	Status int             `json:"status"`
+	Sale   json.RawMessage `json:"sale"`
+}) {
+	if t.cfg.History == nil {
+		return
+	}
+	for i, item := range sales {
+		sb, _ := item.(map[string]any)
+		key, _ := sb["idempotency_key"].(string)
+		lines, _ := sb["lines"].([]map[string]any)
+		op := moneycheck.Op{Terminal: t.id, Kind: "sale", Key: key, Batch: true, At: time.Now()}
+		op.TotalCents, _ = sb["total_cents"].(int64)
+		op.Tender, _ = sb["tender"].(string)
+		if at, ok := sb["occurred_at"].(string); ok {
+			op.OccurredAt, _ = time.Parse(time.RFC3339, at)
+		}
+		for _, l := range lines {
+			bc, _ := l["barcode"].(string)
+			qty, _ := l["qty"].(int)
+			price, _ := l["price_cents"].(int64)
+			op.Lines = append(op.Lines, moneycheck.Line{Barcode: bc, Qty: int64(qty), PriceCents: price})
+		}
+		if i < len(results) {
+			op.Status, op.Body = results[i].Status, results[i].Sale
+		}
+		t.cfg.History.Add(op)
 	}
 }

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/posedge/posedge/internal/apispec"
+	"github.com/posedge/posedge/internal/moneycheck"
 )
 
 // fakeEdge is a minimal posedge terminal and admin API. It answers the
@@ -24,6 +26,7 @@ type fakeEdge struct {
 	items     map[string]int64
 	sales     map[string]string // terminal/key -> body
 	flows     map[string]string // terminal/key -> flow_no
+	answers   map[string][]byte // terminal/key -> the 201 body
 	totals    int64
 	reused    int
 	limitedAt map[string]time.Time // terminal -> when it got its 429
@@ -71,10 +74,12 @@ func (f *fakeEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	var s struct {
 		Lines []struct {
-			Qty        int64 `json:"qty"`
-			PriceCents int64 `json:"price_cents"`
+			Barcode    string `json:"barcode"`
+			Qty        int64  `json:"qty"`
+			PriceCents int64  `json:"price_cents"`
 		} `json:"lines"`
-		TotalCents int64 `json:"total_cents"`
+		TotalCents int64  `json:"total_cents"`
+		Tender     string `json:"tender"`
 	}
 	json.Unmarshal(body, &s)
 	var sum int64
@@ -94,18 +99,20 @@ func (f *fakeEdge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Idempotent-Replayed", "true")
 		w.WriteHeader(http.StatusCreated)
-		fmt.Fprintf(w, `{"flow_no":%q}`, f.flows[k])
+		w.Write(f.answers[k])
 		return
 	}
 	f.sales[k] = string(body)
 	f.flows[k] = fmt.Sprint(len(f.flows) + 1)
+	f.answers[k], _ = json.Marshal(map[string]any{"flow_no": f.flows[k], "terminal_id": term, "kind": "sale",
+		"total_cents": s.TotalCents, "tender": s.Tender, "lines": s.Lines})
 	f.totals += s.TotalCents
 	http.Error(w, `{"error":{"code":"internal"}}`, http.StatusServiceUnavailable)
 }
 
 func TestRunCountsEachSaleOnce(t *testing.T) {
 	f := &fakeEdge{keys: map[string]string{"k1": "T01", "k2": "T02"}, items: map[string]int64{},
-		sales: map[string]string{}, flows: map[string]string{},
+		sales: map[string]string{}, flows: map[string]string{}, answers: map[string][]byte{},
 		limitedAt: map[string]time.Time{}, waited: map[string]time.Duration{}}
 	srv := httptest.NewServer(f)
 	defer srv.Close()
@@ -196,5 +203,49 @@ func TestRunRejectsBadLoadFlags(t *testing.T) {
 		if err := run(context.Background(), args, io.Discard); err == nil {
 			t.Errorf("run %v: no error", args)
 		}
+	}
+}
+
+// --history records each sale's intent and final answer; `posedge-sim
+// check` passes that history and fails one whose answer was changed.
+func TestHistoryIsChecked(t *testing.T) {
+	f := &fakeEdge{keys: map[string]string{"k1": "T01", "k2": "T02"}, items: map[string]int64{},
+		sales: map[string]string{}, flows: map[string]string{}, answers: map[string][]byte{},
+		limitedAt: map[string]time.Time{}, waited: map[string]time.Duration{}}
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	hist := &moneycheck.History{}
+	sum, err := Run(context.Background(), Config{
+		URL: srv.URL, AdminURL: srv.URL, SeedItems: 5, Rate: 20, ReplayFraction: 1,
+		Duration: 1500 * time.Millisecond, Terminals: []Terminal{{"T01", "k1"}, {"T02", "k2"}}, History: hist,
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := hist.Ops()
+	if len(ops) < sum.Sales || sum.Sales == 0 {
+		t.Fatalf("history holds %d requests for %d sales", len(ops), sum.Sales)
+	}
+	path := filepath.Join(t.TempDir(), "history.json")
+	if err := writeHistory(path, ops); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	if err := runCheck([]string{path}, &out); err != nil {
+		t.Fatalf("check of a good history: %v\n%s", err, &out)
+	}
+	t.Log(strings.TrimSpace(out.String()))
+	// A till told one total and billed another: the checker must say so.
+	for i := range ops {
+		if ops[i].Status == http.StatusCreated {
+			ops[i].TotalCents++
+			break
+		}
+	}
+	if err := writeHistory(path, ops); err != nil {
+		t.Fatal(err)
+	}
+	if err := runCheck([]string{path}, io.Discard); err == nil || !strings.Contains(err.Error(), "total") {
+		t.Fatalf("check of a history with a wrong total: %v, want a total mismatch", err)
 	}
 }

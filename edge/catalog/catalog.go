@@ -9,17 +9,17 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/internal/cents"
-	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/strictjson"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -32,15 +32,22 @@ const MaxName = 128
 
 // Config of a watcher.
 type Config struct {
-	StoreID   string
-	NATSURL   string
-	CredsFile string
-	CAFile    string
-	CertFile  string
-	KeyFile   string
-	Bucket    string        // hq.catalog_bucket
-	Retry     time.Duration // longest wait between attempts to set the watch up; default 30s
-	Reconnect time.Duration // the NATS client's wait between reconnects; default 2s
+	StoreID string
+	Bucket  string        // hq.catalog_bucket
+	Retry   time.Duration // longest wait between attempts to set the watch up; default 30s
+	// Poll is how often the watcher reads the bucket from its mark even
+	// when no change was republished (a change lost on the way, a bucket
+	// without RePublish); default 1m.
+	Poll time.Duration
+	// Timeout bounds each read of the bucket; default 10s.
+	Timeout time.Duration
+}
+
+// Link is the store's connection to HQ (hqlink.Link, dialed by the
+// replay): Conn waits for it and returns a channel closed when it drops
+// or comes back.
+type Link interface {
+	Conn(ctx context.Context) (*nats.Conn, <-chan struct{}, error)
 }
 
 // Ledger is what the watcher applies changes through: the ledger owns the
@@ -62,28 +69,43 @@ type State struct {
 
 // Watcher keeps the store's items in line with HQ's catalog. Create it
 // with New and call Run.
+//
+// It reads the bucket without a JetStream consumer, so that a store needs
+// no JetStream API that could be aimed at HQ's subjects (docs/security.md):
+// the bucket's changes arrive as JetStream republishes them
+// (wire.CatalogLiveSubject, this store's keys and _all only), and it
+// catches up from the journal's mark with batched direct gets (read-only
+// requests, answered on the store's inbox) — at start, after each
+// reconnect, when a republished change shows one was missed, and every
+// Poll.
 type Watcher struct {
-	cfg Config
-	l   Ledger
-	log *slog.Logger
-	m   *metrics
-
-	restart chan struct{} // the NATS connection came back: set the watch up again
+	cfg  Config
+	link Link
+	l    Ledger
+	log  *slog.Logger
+	m    *metrics
 
 	mu    sync.Mutex
 	state State
+	// imported: the store's account has no JetStream (the two-account
+	// template), so the bucket's stream info and direct gets are asked
+	// on the subjects the account imports them under.
+	imported bool
 }
 
-// New returns a watcher applying cfg's bucket through l.
-func New(cfg Config, l Ledger, log *slog.Logger, reg prometheus.Registerer) *Watcher {
+// New returns a watcher applying cfg's bucket, read over link, through l.
+func New(cfg Config, link Link, l Ledger, log *slog.Logger, reg prometheus.Registerer) *Watcher {
 	if cfg.Retry <= 0 {
 		cfg.Retry = 30 * time.Second
 	}
-	if cfg.Reconnect <= 0 {
-		cfg.Reconnect = 2 * time.Second
+	if cfg.Poll <= 0 {
+		cfg.Poll = time.Minute
 	}
-	return &Watcher{cfg: cfg, l: l, log: log.With("catalog_bucket", cfg.Bucket), m: newMetrics(reg),
-		restart: make(chan struct{}, 1), state: State{DownSince: time.Now()}}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	return &Watcher{cfg: cfg, link: link, l: l, log: log.With("catalog_bucket", cfg.Bucket), m: newMetrics(reg),
+		state: State{DownSince: time.Now()}}
 }
 
 // State is a copy of where the watch stands.
@@ -129,28 +151,24 @@ func (w *Watcher) Run(ctx context.Context) error {
 	if rev, _, at, err := w.l.CatalogMark(ctx); err == nil {
 		w.setApplied(rev, at)
 	}
-	nc, err := w.connect()
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		return fmt.Errorf("catalog: jetstream: %w", err)
-	}
 	wait := time.Second
 	for ctx.Err() == nil {
+		nc, changed, err := w.link.Conn(ctx)
+		if err != nil {
+			break
+		}
 		sctx, cancel := context.WithCancel(ctx)
-		// A reconnect sets the watch up again from the journal's mark:
-		// whatever happened to the consumer meanwhile, nothing is skipped.
+		// A dropped or returned connection sets the watch up again from
+		// the journal's mark: whatever was republished meanwhile was
+		// lost, nothing is skipped.
 		go func() {
 			select {
-			case <-w.restart:
+			case <-changed:
 				cancel()
 			case <-sctx.Done():
 			}
 		}()
-		caughtUp, err := w.session(sctx, js)
+		caughtUp, err := w.session(sctx, nc)
 		cancel()
 		w.setWatching(false)
 		if ctx.Err() != nil {
@@ -159,94 +177,187 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if caughtUp {
 			wait = time.Second
 		}
+		select {
+		case <-changed:
+			continue // the connection changed: no error of the watch's own
+		default:
+		}
 		if err != nil {
 			w.log.Warn("catalog watch stopped; prices stay as applied until it is back", "err", err, "retry_in", wait)
 		}
 		select {
 		case <-ctx.Done():
 		case <-time.After(wait + rand.N(wait/4+1)):
-		case <-w.restart:
+		case <-changed:
 		}
 		wait = min(2*wait, w.cfg.Retry)
 	}
 	return nil
 }
 
-func (w *Watcher) connect() (*nats.Conn, error) {
-	opts := []nats.Option{
-		nats.Name("posedge " + w.cfg.StoreID + " catalog"),
-		// The JetStream API's answers and the watch's deliveries come to
-		// _INBOX.<store>.…, as the replay's do: the per-store NATS user
-		// of docs/security.md may read that prefix only.
-		nats.CustomInboxPrefix(wire.InboxPrefix(w.cfg.StoreID)),
-		nats.Timeout(5 * time.Second),
-		nats.MaxReconnects(-1),
-		nats.RetryOnFailedConnect(true),
-		nats.ReconnectWait(w.cfg.Reconnect),
-		nats.ReconnectJitter(w.cfg.Reconnect/4, w.cfg.Reconnect/4),
-		nats.PingInterval(20 * time.Second),
-		nats.MaxPingsOutstanding(3),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
-			if err != nil {
-				w.setWatching(false)
-				w.log.Warn("catalog: disconnected from HQ", "err", err)
-			}
-		}),
-		nats.ReconnectHandler(func(*nats.Conn) {
-			select {
-			case w.restart <- struct{}{}:
-			default:
-			}
-		}),
-	}
-	if w.cfg.CredsFile != "" {
-		opts = append(opts, nats.UserCredentials(w.cfg.CredsFile))
-	}
-	if w.cfg.CAFile != "" {
-		opts = append(opts, nats.RootCAs(w.cfg.CAFile))
-	}
-	if w.cfg.CertFile != "" {
-		opts = append(opts, nats.ClientCert(w.cfg.CertFile, w.cfg.KeyFile))
-	}
-	nc, err := nats.Connect(w.cfg.NATSURL, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: connect to HQ at %s: %w", natsurl.Redact(w.cfg.NATSURL), err)
-	}
-	return nc, nil
+// kvEntry is one message of the bucket's stream: a key's revision.
+type kvEntry struct {
+	key   string
+	value []byte
+	rev   uint64
+	put   bool // false: a deletion or purge
 }
 
-// session sets the watch up — a resume from the journal's mark, or a
-// full reload when the bucket is not the one the mark counts in — and
-// applies changes until the watch fails. caughtUp tells that it got as
-// far as the newest revision.
-func (w *Watcher) session(ctx context.Context, js jetstream.JetStream) (caughtUp bool, err error) {
-	kv, err := js.KeyValue(ctx, w.cfg.Bucket)
-	if err != nil {
-		return false, fmt.Errorf("open catalog bucket: %w", err)
+// session subscribes to the republished changes, catches up from the
+// journal's mark — or reloads the bucket whole when the mark is not one
+// of this bucket — and then applies changes until ctx ends or a read
+// fails. caughtUp tells that it got as far as the newest revision.
+func (w *Watcher) session(ctx context.Context, nc *nats.Conn) (caughtUp bool, err error) {
+	live := make(chan *nats.Msg, 4096)
+	prefix := wire.CatalogLiveSubject(w.cfg.Bucket) + "."
+	for _, scope := range []string{w.cfg.StoreID, AllStores} {
+		sub, err := nc.ChanSubscribe(prefix+scope+".>", live)
+		if err != nil {
+			return false, fmt.Errorf("subscribe to the catalog's changes: %w", err)
+		}
+		defer sub.Unsubscribe() //nolint:errcheck // the connection may be gone
 	}
-	st, err := kv.Status(ctx)
-	if err != nil {
-		return false, fmt.Errorf("catalog bucket status: %w", err)
+	// The server has the interest before the catch-up reads: a change
+	// stored after the read is republished to this subscription.
+	if err := nc.FlushTimeout(w.cfg.Timeout); err != nil {
+		return false, fmt.Errorf("subscribe to the catalog's changes: %w", err)
 	}
-	info := st.(*jetstream.KeyValueBucketStatus).StreamInfo()
+	info, err := w.streamInfo(ctx, nc)
+	if err != nil {
+		return false, err
+	}
+	if rp := info.Config.RePublish; rp == nil || rp.Destination != prefix+">" {
+		w.log.Warn("the catalog bucket republishes no changes to the stores; prices arrive at each poll only (posedge-hq sets this up)",
+			"want_republish", prefix+">", "poll", w.cfg.Poll)
+	}
 	bucketID := info.Created.UTC().Format(time.RFC3339Nano)
 	mark, markID, _, err := w.l.CatalogMark(ctx)
 	if err != nil {
 		return false, err
 	}
-	filters := []string{w.cfg.StoreID + ".>", AllStores + ".>"}
-
 	if reason := reloadReason(mark, markID, bucketID, info.State.LastSeq); reason != "" {
-		return w.reload(ctx, kv, filters, bucketID, reason)
+		if mark, err = w.reload(ctx, nc, bucketID, info.State.LastSeq, reason); err != nil {
+			return false, err
+		}
+	} else {
+		w.log.Info("catalog watch resuming", "from_revision", mark+1, "newest_revision", info.State.LastSeq)
+		if mark, err = w.catchUp(ctx, nc, bucketID, mark, info.State.LastSeq); err != nil {
+			return false, err
+		}
 	}
-	watch, err := kv.WatchFiltered(ctx, filters, jetstream.IncludeHistory(), jetstream.ResumeFromRevision(mark+1))
-	if err != nil {
-		return false, fmt.Errorf("watch the catalog from revision %d: %w", mark+1, err)
-	}
-	defer watch.Stop()
 	w.setWatching(true)
-	w.log.Info("catalog watch resumed", "from_revision", mark+1, "newest_revision", info.State.LastSeq)
-	return w.follow(ctx, watch, bucketID, false)
+	w.m.lag.Set(0)
+	w.log.Info("catalog caught up", "revision", mark)
+	caughtUp = true
+
+	poll := time.NewTicker(w.cfg.Poll)
+	defer poll.Stop()
+	var gap <-chan time.Time // a missed change noticed: read from the mark soon
+	for {
+		select {
+		case <-ctx.Done():
+			return caughtUp, ctx.Err()
+		case <-poll.C:
+			gap = time.After(0)
+		case <-gap:
+			gap = nil
+			info, err := w.streamInfo(ctx, nc)
+			if err != nil {
+				return caughtUp, err
+			}
+			if info.Created.UTC().Format(time.RFC3339Nano) != bucketID || info.State.LastSeq < mark {
+				return caughtUp, errors.New("the catalog bucket was recreated or purged: set the watch up again")
+			}
+			if mark, err = w.catchUp(ctx, nc, bucketID, mark, info.State.LastSeq); err != nil {
+				return caughtUp, err
+			}
+			w.m.lag.Set(0)
+		case m := <-live:
+			e, last, err := liveEntry(m, prefix)
+			if err != nil {
+				w.m.changes.WithLabelValues("invalid").Inc()
+				w.log.Warn("republished catalog change ignored", "subject", m.Subject, "err", err)
+				continue
+			}
+			if e.rev <= mark {
+				continue // read already by a catch-up
+			}
+			// Nats-Last-Sequence is the bucket's revision before this one:
+			// at or below the mark, nothing lies between, so the mark may
+			// move to this revision. Above it, a change of the bucket came
+			// in between: if it was one of this store's (lost on the way,
+			// or sent while subscribing) the catch-up reads it; this change
+			// is applied now all the same (an item never goes back to an
+			// older revision).
+			through := e.rev
+			if last > mark {
+				through = 0
+				if gap == nil {
+					gap = time.After(250 * time.Millisecond)
+				}
+				w.m.lag.Set(float64(e.rev - mark))
+			}
+			if err := w.apply(ctx, e, bucketID, through, false); err != nil {
+				return caughtUp, err
+			}
+			if through != 0 {
+				mark = through
+			}
+		}
+	}
+}
+
+// apply hands one entry to the ledger; through (0: leave the mark) is
+// the revision the journal's mark moves to with it.
+func (w *Watcher) apply(ctx context.Context, e kvEntry, bucketID string, through uint64, force bool) error {
+	c, ok := w.change(e)
+	if !ok {
+		if through == 0 {
+			return nil
+		}
+		if err := w.l.SetCatalogMark(ctx, through, bucketID); err != nil {
+			return err
+		}
+		w.setApplied(through, time.Time{})
+		return nil
+	}
+	c.Through, c.Force = through, force
+	out, err := w.l.ApplyCatalog(ctx, c)
+	if err != nil {
+		return err
+	}
+	w.m.changes.WithLabelValues(out).Inc()
+	if through != 0 {
+		w.setApplied(through, time.Now())
+	}
+	w.log.Debug("catalog change", "key", e.key, "revision", e.rev, "outcome", out)
+	return nil
+}
+
+// catchUp applies this store's and _all's entries above mark in revision
+// order and returns the new mark: at least upto, the bucket's newest
+// revision read before the entries were.
+func (w *Watcher) catchUp(ctx context.Context, nc *nats.Conn, bucketID string, mark, upto uint64) (uint64, error) {
+	entries, err := w.read(ctx, nc, mark+1)
+	if err != nil {
+		return mark, err
+	}
+	for _, e := range entries {
+		// Both scopes were read to their end, so every entry of this
+		// store up to e.rev is in hand: the mark may move with each.
+		if err := w.apply(ctx, e, bucketID, e.rev, false); err != nil {
+			return mark, err
+		}
+		mark = e.rev
+	}
+	if upto > mark {
+		if err := w.l.SetCatalogMark(ctx, upto, bucketID); err != nil {
+			return mark, err
+		}
+		w.setApplied(upto, time.Time{})
+		mark = upto
+	}
+	return mark, nil
 }
 
 // reloadReason says why the journal's mark cannot be resumed from, or "".
@@ -263,27 +374,18 @@ func reloadReason(mark uint64, markID, bucketID string, lastSeq uint64) string {
 }
 
 // reload applies every current entry, the store's over _all, whatever
-// revision the items hold, records the mark and then follows the watch.
-func (w *Watcher) reload(ctx context.Context, kv jetstream.KeyValue, filters []string, bucketID, reason string) (bool, error) {
+// revision the items hold, records the mark and returns it.
+func (w *Watcher) reload(ctx context.Context, nc *nats.Conn, bucketID string, upto uint64, reason string) (uint64, error) {
 	start := time.Now()
 	w.log.Warn("catalog: full reload", "reason", reason)
-	watch, err := kv.WatchFiltered(ctx, filters)
+	entries, err := w.read(ctx, nc, 1)
 	if err != nil {
-		return false, fmt.Errorf("watch the catalog for a full reload: %w", err)
+		return 0, fmt.Errorf("full reload: %w", err)
 	}
-	defer watch.Stop()
-	w.setWatching(true)
 	best := map[string]ledger.CatalogChange{}
-	var through uint64
-	for {
-		e, err := next(ctx, watch)
-		if err != nil {
-			return false, err
-		}
-		if e == nil {
-			break
-		}
-		through = max(through, e.Revision())
+	through := upto
+	for _, e := range entries {
+		through = max(through, e.rev)
 		c, ok := w.change(e)
 		if !ok {
 			continue
@@ -296,70 +398,197 @@ func (w *Watcher) reload(ctx context.Context, kv jetstream.KeyValue, filters []s
 		c.Force, c.Through = true, 0
 		out, err := w.l.ApplyCatalog(ctx, c)
 		if err != nil {
-			return false, fmt.Errorf("full reload: %w", err)
+			return 0, fmt.Errorf("full reload: %w", err)
 		}
 		w.m.changes.WithLabelValues(out).Inc()
 	}
 	if err := w.l.SetCatalogMark(ctx, through, bucketID); err != nil {
-		return false, fmt.Errorf("full reload: record the revision: %w", err)
+		return 0, fmt.Errorf("full reload: record the revision: %w", err)
 	}
 	w.setApplied(through, time.Now())
 	w.mu.Lock()
 	w.state.Reloads++
 	w.mu.Unlock()
 	w.m.reloads.Inc()
-	w.m.lag.Set(0)
 	w.log.Warn("catalog: full reload done", "items", len(best), "revision", through, "took", time.Since(start).Round(time.Millisecond))
-	return w.follow(ctx, watch, bucketID, true)
+	return through, nil
 }
 
-// follow applies the watch's changes in revision order until it fails.
-func (w *Watcher) follow(ctx context.Context, watch jetstream.KeyWatcher, bucketID string, caughtUp bool) (bool, error) {
+// streamInfo is the JetStream answer about the bucket's stream (only the
+// fields the watcher reads).
+type streamInfo struct {
+	Error *struct {
+		Code        int    `json:"code"`
+		ErrCode     int    `json:"err_code"`
+		Description string `json:"description"`
+	} `json:"error"`
+	Created time.Time `json:"created"`
+	Config  struct {
+		RePublish *struct {
+			Source      string `json:"src"`
+			Destination string `json:"dest"`
+		} `json:"republish"`
+	} `json:"config"`
+	State struct {
+		LastSeq uint64 `json:"last_seq"`
+	} `json:"state"`
+}
+
+// jsNotEnabledForAccount is JetStream's error code when the asking
+// account has no JetStream: the stores' account of the two-account
+// template, which imports the bucket's reads under other subjects.
+const jsNotEnabledForAccount = 10039
+
+// api is the subject of one of the bucket's read requests: JetStream's
+// own in an account with JetStream, else the stores' import of it
+// (wire.CatalogAPISubject).
+func (w *Watcher) api(op string) string {
+	w.mu.Lock()
+	imported := w.imported
+	w.mu.Unlock()
+	if imported {
+		return wire.CatalogAPISubject(w.cfg.Bucket, op)
+	}
+	switch op {
+	case wire.CatalogAPIInfo:
+		return "$JS.API.STREAM.INFO." + wire.CatalogStream(w.cfg.Bucket)
+	default:
+		return "$JS.API.DIRECT.GET." + wire.CatalogStream(w.cfg.Bucket)
+	}
+}
+
+func (w *Watcher) streamInfo(ctx context.Context, nc *nats.Conn) (streamInfo, error) {
+	info, err := w.streamInfoOn(ctx, nc, w.api(wire.CatalogAPIInfo))
+	if info.Error != nil && info.Error.ErrCode == jsNotEnabledForAccount {
+		w.mu.Lock()
+		w.imported = true
+		w.mu.Unlock()
+		w.log.Info("the store's NATS account has no JetStream: reading the catalog through its imports",
+			"info", wire.CatalogAPISubject(w.cfg.Bucket, wire.CatalogAPIInfo), "get", wire.CatalogAPISubject(w.cfg.Bucket, wire.CatalogAPIGet))
+		info, err = w.streamInfoOn(ctx, nc, w.api(wire.CatalogAPIInfo))
+	}
+	return info, err
+}
+
+func (w *Watcher) streamInfoOn(ctx context.Context, nc *nats.Conn, subject string) (streamInfo, error) {
+	var info streamInfo
+	rctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	m, err := nc.RequestWithContext(rctx, subject, nil)
+	if err != nil {
+		return info, fmt.Errorf("catalog bucket status (%s): %w", subject, err)
+	}
+	if err := json.Unmarshal(m.Data, &info); err != nil {
+		return info, fmt.Errorf("catalog bucket status: %w", err)
+	}
+	if info.Error != nil {
+		return info, fmt.Errorf("catalog bucket status: %s (%d)", info.Error.Description, info.Error.ErrCode)
+	}
+	return info, nil
+}
+
+// readBatch is how many entries one direct get answers.
+const readBatch = 256
+
+// read returns this store's and _all's entries from revision from on,
+// by rising revision, each scope read to its end.
+func (w *Watcher) read(ctx context.Context, nc *nats.Conn, from uint64) ([]kvEntry, error) {
+	var all []kvEntry
+	for _, scope := range []string{w.cfg.StoreID, AllStores} {
+		got, err := w.readScope(ctx, nc, "$KV."+w.cfg.Bucket+"."+scope+".>", from)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, got...)
+	}
+	slices.SortFunc(all, func(a, b kvEntry) int { return cmpU64(a.rev, b.rev) })
+	return all, nil
+}
+
+func cmpU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// readScope pages through the entries of filter from revision from on
+// with batched direct gets ($JS.API.DIRECT.GET.<stream>: read-only, and
+// answered on the store's own inbox).
+func (w *Watcher) readScope(ctx context.Context, nc *nats.Conn, filter string, from uint64) ([]kvEntry, error) {
+	subject := w.api(wire.CatalogAPIGet)
+	keyPrefix := "$KV." + w.cfg.Bucket + "."
+	var out []kvEntry
 	for {
-		e, err := next(ctx, watch)
+		req, _ := json.Marshal(map[string]any{"seq": from, "next_by_subj": filter, "batch": readBatch})
+		inbox := nc.NewInbox()
+		sub, err := nc.SubscribeSync(inbox)
 		if err != nil {
-			return caughtUp, err
+			return nil, fmt.Errorf("read the catalog: %w", err)
 		}
-		if e == nil {
-			caughtUp = true
-			w.m.lag.Set(0)
-			w.log.Info("catalog caught up", "revision", w.State().Revision)
-			continue
-		}
-		rev := e.Revision()
-		c, ok := w.change(e)
-		if !ok {
-			if err := w.l.SetCatalogMark(ctx, rev, bucketID); err != nil {
-				return caughtUp, err
+		err = nc.PublishRequest(subject, inbox, req)
+		more := false
+		for err == nil {
+			var m *nats.Msg
+			m, err = sub.NextMsg(w.cfg.Timeout)
+			if err != nil {
+				err = fmt.Errorf("read the catalog from revision %d: %w", from, err)
+				break
 			}
-			w.setApplied(rev, time.Time{})
-			continue
+			if st := m.Header.Get("Status"); st != "" {
+				switch st {
+				case "404": // nothing from here on
+				case "204": // end of the batch
+					pending, _ := strconv.ParseUint(m.Header.Get("Nats-Num-Pending"), 10, 64)
+					more = pending > 0
+				default:
+					err = fmt.Errorf("read the catalog from revision %d: %s %s", from, st, m.Header.Get("Description"))
+				}
+				break
+			}
+			rev, perr := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+			key, ok := strings.CutPrefix(m.Header.Get("Nats-Subject"), keyPrefix)
+			if perr != nil || !ok || rev == 0 {
+				err = fmt.Errorf("read the catalog: an answer without its subject or sequence (%q)", m.Header.Get("Nats-Subject"))
+				break
+			}
+			out = append(out, kvEntry{key: key, value: m.Data, rev: rev, put: isPut(m.Header)})
+			from = rev + 1
 		}
-		c.Through = rev
-		out, err := w.l.ApplyCatalog(ctx, c)
+		_ = sub.Unsubscribe()
 		if err != nil {
-			return caughtUp, err
+			return nil, err
 		}
-		w.m.changes.WithLabelValues(out).Inc()
-		w.m.lag.Set(float64(e.Delta()))
-		if e.Delta() == 0 {
-			caughtUp = true
+		if !more {
+			return out, nil
 		}
-		w.setApplied(rev, time.Now())
-		w.log.Debug("catalog change", "key", e.Key(), "revision", rev, "outcome", out)
 	}
 }
 
-func next(ctx context.Context, watch jetstream.KeyWatcher) (jetstream.KeyValueEntry, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case e, ok := <-watch.Updates():
-		if !ok {
-			return nil, errors.New("the catalog watch ended")
-		}
-		return e, nil
+func isPut(h nats.Header) bool {
+	op := h.Get("KV-Operation")
+	return op == "" || op == "PUT"
+}
+
+// liveEntry reads a republished change: the key from the subject, the
+// revision and the one before it from JetStream's headers.
+func liveEntry(m *nats.Msg, prefix string) (kvEntry, uint64, error) {
+	key, ok := strings.CutPrefix(m.Subject, prefix)
+	if !ok || key == "" {
+		return kvEntry{}, 0, errors.New("not a catalog key's subject")
 	}
+	rev, err := strconv.ParseUint(m.Header.Get("Nats-Sequence"), 10, 64)
+	if err != nil || rev == 0 {
+		return kvEntry{}, 0, errors.New("no Nats-Sequence header")
+	}
+	last, err := strconv.ParseUint(m.Header.Get("Nats-Last-Sequence"), 10, 64)
+	if err != nil {
+		return kvEntry{}, 0, errors.New("no Nats-Last-Sequence header")
+	}
+	return kvEntry{key: key, value: m.Data, rev: rev, put: isPut(m.Header)}, last, nil
 }
 
 // entry is a catalog value as HQ writes it.
@@ -402,23 +631,23 @@ func decodeEntry(value []byte) (entry, error) {
 
 // change reads an entry of this store or _all; ok is false (and the
 // entry logged and counted) for a deletion or a value no till could use.
-func (w *Watcher) change(e jetstream.KeyValueEntry) (ledger.CatalogChange, bool) {
-	scope, barcode, _ := strings.Cut(e.Key(), ".")
-	if e.Operation() != jetstream.KeyValuePut {
+func (w *Watcher) change(e kvEntry) (ledger.CatalogChange, bool) {
+	scope, barcode, _ := strings.Cut(e.key, ".")
+	if !e.put {
 		// HQ deactivates with "active": false; a deleted key changes nothing.
 		w.m.changes.WithLabelValues("deleted").Inc()
-		w.log.Info("catalog key deleted at HQ; the item keeps what it has", "key", e.Key(), "revision", e.Revision())
+		w.log.Info("catalog key deleted at HQ; the item keeps what it has", "key", e.key, "revision", e.rev)
 		return ledger.CatalogChange{}, false
 	}
-	v, err := decodeEntry(e.Value())
+	v, err := decodeEntry(e.value)
 	if err == nil && !ledger.ValidBarcode(barcode) {
 		err = errors.New("barcode outside [A-Za-z0-9._-]{1,64}")
 	}
 	if err != nil {
 		w.m.changes.WithLabelValues("invalid").Inc()
-		w.log.Warn("catalog entry ignored: not a valid item", "key", e.Key(), "revision", e.Revision(), "err", err)
+		w.log.Warn("catalog entry ignored: not a valid item", "key", e.key, "revision", e.rev, "err", err)
 		return ledger.CatalogChange{}, false
 	}
 	return ledger.CatalogChange{Barcode: barcode, Name: *v.Name, PriceCents: *v.PriceCents, Active: *v.Active,
-		Revision: e.Revision(), StoreKey: scope == w.cfg.StoreID}, true
+		Revision: e.rev, StoreKey: scope == w.cfg.StoreID}, true
 }

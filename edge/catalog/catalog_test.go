@@ -22,6 +22,8 @@ import (
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/offline/journal"
+	"github.com/posedge/posedge/sync/hqlink"
+	"github.com/posedge/posedge/sync/wire"
 )
 
 const (
@@ -64,11 +66,18 @@ func startHQ(t *testing.T) *hqSide {
 
 func (h *hqSide) createBucket() {
 	h.t.Helper()
-	kv, err := h.js.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: bucket, History: 1})
+	kv, err := h.js.CreateOrUpdateKeyValue(context.Background(), bucketConfig())
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.kv = kv
+}
+
+// bucketConfig is the bucket as posedge-hq creates it (sync/hq
+// Catalog.Bucket): its changes republished for the stores.
+func bucketConfig() jetstream.KeyValueConfig {
+	return jetstream.KeyValueConfig{Bucket: bucket, History: 1, RePublish: &jetstream.RePublish{
+		Source: "$KV." + bucket + ".>", Destination: wire.CatalogLiveSubject(bucket) + ".>"}}
 }
 
 // put writes key's value and returns its revision.
@@ -93,6 +102,7 @@ type storeSide struct {
 	w     *catalog.Watcher
 	reg   *prometheus.Registry
 	rec   *recorder
+	poll  time.Duration // catalog.Config.Poll; 0: the default
 	stop  func()
 }
 
@@ -143,8 +153,11 @@ func (s *storeSide) start(natsURL string) {
 		s.t.Fatal(err)
 	}
 	s.rec = &recorder{Ledger: s.l}
-	s.w = catalog.New(catalog.Config{StoreID: store, NATSURL: natsURL, Bucket: bucket, Retry: time.Second,
-		Reconnect: 100 * time.Millisecond}, s.rec, testLogger(s.t), s.reg)
+	link, nc, err := hqlink.Open(hqlink.Config{StoreID: store, NATSURL: natsURL}, nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.w = catalog.New(catalog.Config{StoreID: store, Bucket: bucket, Retry: time.Second, Poll: s.poll}, link, s.rec, testLogger(s.t), s.reg)
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- s.w.Run(wctx) }()
@@ -158,6 +171,7 @@ func (s *storeSide) start(natsURL string) {
 		if err := <-done; err != nil {
 			s.t.Errorf("watcher: %v", err)
 		}
+		nc.Close()
 		s.j.Close()
 	}
 	s.t.Cleanup(s.stop)

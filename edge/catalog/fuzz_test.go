@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"strconv"
 	"testing"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/posedge/posedge/internal/cents"
 )
@@ -81,4 +84,38 @@ func topLevelKeys(t *testing.T, b []byte) map[string]int {
 		t.Fatalf("accepted %q with data after the object", b)
 	}
 	return keys
+}
+
+// FuzzLiveEntry: a republished change is taken only with a non-empty key
+// under the bucket's prefix and a revision above 0, both read back exactly
+// from what came (subject and headers); its value is passed on
+// untouched (decodeEntry judges it), and nothing panics.
+func FuzzLiveEntry(f *testing.F) {
+	const prefix = "posedge.catalog.POS_CATALOG."
+	f.Add(prefix+"_all.A", "7", "6", "", []byte(`{"name":"A","price_cents":1,"active":true}`))
+	f.Add(prefix+"S1.A", "0", "0", "DEL", []byte(nil))
+	f.Add("posedge.catalog.OTHER._all.A", "7", "x", "PURGE", []byte(`{}`))
+	f.Add(prefix+"S1.A", "18446744073709551616", "-1", "PUT", []byte(`{}`))
+	f.Fuzz(func(t *testing.T, subject, seq, last, op string, value []byte) {
+		m := nats.NewMsg(subject)
+		m.Header.Set("Nats-Sequence", seq)
+		m.Header.Set("Nats-Last-Sequence", last)
+		if op != "" {
+			m.Header.Set("KV-Operation", op)
+		}
+		m.Data = value
+		e, l, err := liveEntry(m, prefix)
+		if err != nil {
+			return
+		}
+		wantRev, err1 := strconv.ParseUint(seq, 10, 64)
+		wantLast, err2 := strconv.ParseUint(last, 10, 64)
+		if e.rev == 0 || e.key == "" || prefix+e.key != subject || err1 != nil || err2 != nil || e.rev != wantRev || l != wantLast ||
+			!bytes.Equal(e.value, value) {
+			t.Fatalf("liveEntry(%q, %q, %q) = %+v, %d", subject, seq, last, e, l)
+		}
+		if e.put != (op == "" || op == "PUT") {
+			t.Fatalf("operation %q read as put=%v", op, e.put)
+		}
+	})
 }

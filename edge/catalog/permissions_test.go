@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,46 +12,26 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/sync/wire"
 )
 
-// storeTemplate is the per-store user of docs/security.md for store s.
-// Keep it in step with the doc (the e2e chain test uses the same text).
-func storeTemplate(s string) string {
-	return fmt.Sprintf(`{user: %q, password: "pw", permissions: {
-        publish: {allow: ["pos.txn.%[1]s", "pos.txn.%[1]s.>", "posedge.hq.have.%[1]s",
-                          "$JS.API.STREAM.INFO.KV_POS_CATALOG", "$JS.API.CONSUMER.CREATE.KV_POS_CATALOG.>",
-                          "$JS.API.CONSUMER.DELETE.KV_POS_CATALOG.>", "$JS.FC.KV_POS_CATALOG.>"]}
-        subscribe: {allow: ["_INBOX.%[1]s.>"]}
-      }}`, s)
-}
-
-// The catalog watch of a store whose NATS user is the per-store template
-// of docs/security.md, on a real nats-server: prices reach the store.
-// Before the fix the watcher dialed without the store's reply prefix (its
-// JetStream API answers and the watch's deliveries went to _INBOX.<random>,
-// which the template does not let the store read) and the template
-// allowed no JetStream API call at all, so a store set up as documented
-// never received a price.
+// The catalog watch of a store whose NATS user is the per-store user of
+// docs/security.md's two-account template (stores in STORES, the bucket
+// in POS), the documented block itself, on a real nats-server: prices
+// reach the store; the other store's user can neither read S1's
+// changes or replies nor write the bucket. Before the change to direct
+// gets and republished changes the watcher used a key-value watch (a
+// JetStream consumer), which the STORES account cannot reach: no price
+// ever came.
 func TestWatchUnderPerStoreTemplate(t *testing.T) {
-	n := testenv.StartNATSWithConfig(t, fmt.Sprintf(`
-accounts {
-  POS {
-    jetstream: enabled
-    users [
-      {user: "hq", password: "pw"}
-      %s
-      %s
-    ]
-  }
-}
-`, storeTemplate(store), storeTemplate("S2")))
-	hnc, err := nats.Connect(fmt.Sprintf("nats://hq:pw@127.0.0.1:%d", n.Port))
+	n := testenv.StartNATSWithConfig(t, testenv.WithOperator(t, testenv.SecurityTemplateFor(t, "../../docs/security.md", store, "S2")))
+	hnc, err := nats.Connect(fmt.Sprintf("nats://%s:pw@127.0.0.1:%d", testenv.OperatorUser, n.Port))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer hnc.Close()
 	hjs, _ := jetstream.New(hnc)
-	kv, err := hjs.CreateOrUpdateKeyValue(context.Background(), jetstream.KeyValueConfig{Bucket: bucket, History: 1})
+	kv, err := hjs.CreateOrUpdateKeyValue(context.Background(), bucketConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +44,7 @@ accounts {
 	put("_all.A", 100)
 
 	s := newStore(t)
-	s.start(fmt.Sprintf("nats://%s:pw@127.0.0.1:%d", store, n.Port))
+	s.start(fmt.Sprintf("nats://%s:pw@127.0.0.1:%d", strings.ToLower(store), n.Port))
 	s.waitPrice("A", 100)
 	start := time.Now()
 	put(store+".A", 120)
@@ -75,7 +56,7 @@ accounts {
 	// cannot set a price, for itself or for every store).
 	var errs []error
 	onErr := func(_ *nats.Conn, _ *nats.Subscription, err error) { errs = append(errs, err) }
-	nc2, err := nats.Connect(fmt.Sprintf("nats://S2:pw@127.0.0.1:%d", n.Port), nats.ErrorHandler(onErr))
+	nc2, err := nats.Connect(fmt.Sprintf("nats://s2:pw@127.0.0.1:%d", n.Port), nats.ErrorHandler(onErr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +65,17 @@ accounts {
 	if err != nil {
 		t.Fatal(err)
 	}
+	live, err := nc2.SubscribeSync(wire.CatalogLiveSubject(bucket) + "." + store + ".>")
+	if err != nil {
+		t.Fatal(err)
+	}
 	nc2.Flush()
 	put(store+".A", 130)
 	s.waitPrice("A", 130)
-	if m, err := sub.NextMsg(300 * time.Millisecond); err == nil {
-		t.Errorf("S2 read S1's catalog delivery on %s", m.Subject)
+	for _, sub := range []*nats.Subscription{sub, live} {
+		if m, err := sub.NextMsg(300 * time.Millisecond); err == nil {
+			t.Errorf("S2 read S1's catalog delivery on %s", m.Subject)
+		}
 	}
 	forged, _ := json.Marshal(map[string]any{"name": "Apple", "price_cents": 1, "active": true})
 	for _, subj := range []string{"$KV.POS_CATALOG._all.A", "$KV.POS_CATALOG.S2.A"} {

@@ -96,8 +96,9 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		return fmt.Errorf("hq replay: %w", err)
 	}
 
-	d.catalog = catalog.New(catalog.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
-		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, Bucket: cfg.HQ.CatalogBucket}, d.ledger, log, d.reg)
+	// The catalog watch reads HQ over the replay's connection: one
+	// connection to HQ, one set of options (sync/hqlink).
+	d.catalog = catalog.New(catalog.Config{StoreID: cfg.StoreID, Bucket: cfg.HQ.CatalogBucket}, d.replay.Link(), d.ledger, log, d.reg)
 
 	adminToken, err := cfg.AdminToken()
 	if err != nil {

@@ -29,6 +29,10 @@ type env struct {
 	j       *journal.Journal
 	l       *ledger.Ledger
 	journal journal.Options
+	// proxy, when set, carries every byte between the ledger and Redis
+	// (newProxiedEnv): real link faults, the test reading Redis directly.
+	proxy *testenv.FaultProxy
+	now   func() time.Time // the ledger's clock; nil = time.Now
 }
 
 func newEnv(t testing.TB, o journal.Options) *env {
@@ -36,6 +40,21 @@ func newEnv(t testing.TB, o journal.Options) *env {
 	e := &env{t: t, ctx: context.Background(), journal: o}
 	e.redis = testenv.StartRedisSingle(t)
 	e.rdb = e.redis.NodeClient(0)
+	e.jPath = filepath.Join(t.TempDir(), "journal.db")
+	e.open()
+	return e
+}
+
+// newProxiedEnv is newEnv with the ledger's Redis link through a fault
+// proxy (e.proxy); e.rdb stays the ledger's client.
+func newProxiedEnv(t testing.TB, o journal.Options) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), journal: o}
+	e.redis = testenv.StartRedisSingle(t)
+	e.proxy = testenv.StartFaultProxy(t, e.redis.NodeAddr(0))
+	c := redis.NewClient(&redis.Options{Addr: e.proxy.Addr(), DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	e.rdb = c
 	e.jPath = filepath.Join(t.TempDir(), "journal.db")
 	e.open()
 	return e
@@ -51,7 +70,7 @@ func (e *env) open() {
 	}
 	j := e.j
 	e.t.Cleanup(func() { j.Close() })
-	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", RedisTimeout: time.Second}, e.rdb, e.j,
+	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", RedisTimeout: time.Second, Now: e.now}, e.rdb, e.j,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	if err != nil {
 		e.t.Fatal(err)

@@ -33,6 +33,11 @@ type Config struct {
 	WaitTimeout    time.Duration
 	IdemTTL        time.Duration // how long Redis keeps an idempotency record; ≥ 24h
 	MaxSaleCents   int64         // every price, line and total at most this; 0 = cents.DefaultMaxSaleCents
+	// Now is the daemon's clock (nil = time.Now): tests jump it. It dates
+	// sales, tokens and the business day; whether another owner's
+	// in-flight record is abandoned is judged by Redis's clock instead
+	// (existing), so a jump of this clock cannot change that verdict.
+	Now func() time.Time
 
 	// Health is told of each change of mode as it happens; may be nil.
 	Health HealthReporter
@@ -57,7 +62,10 @@ type Ledger struct {
 	modeReportMu sync.Mutex
 	// modeMu: degraded transactions are journaled under its read lock,
 	// the hand-over to Redis takes it to apply the last of them (handOver).
-	modeMu      sync.RWMutex
+	modeMu sync.RWMutex
+	// catchingUp: a hand-over is applying the degraded backlog; degraded
+	// transactions journaled meanwhile apply themselves (recordHeld).
+	catchingUp  atomic.Bool
 	inflightMu  sync.Mutex
 	inflight    map[string]bool
 	refundLocks sync.Map // original flow no → *sync.Mutex
@@ -135,13 +143,16 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	if cfg.MaxSaleCents <= 0 {
 		cfg.MaxSaleCents = cents.DefaultMaxSaleCents
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	if cfg.IdemTTL < 24*time.Hour {
 		cfg.IdemTTL = 48 * time.Hour
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	l := &Ledger{cfg: cfg, rdb: rdb, j: j, log: log, k: redisdb.NewKeys(cfg.StoreID),
-		owner: hex.EncodeToString(b[:]), now: time.Now, metrics: newMetrics(reg), inflight: map[string]bool{}}
+		owner: hex.EncodeToString(b[:]), now: cfg.Now, metrics: newMetrics(reg), inflight: map[string]bool{}}
 	floor, err := j.MaxSeq(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
@@ -388,7 +399,7 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 		return nil, errKeyReused()
 	}
 	at, _ := strconv.ParseInt(atStr, 10, 64)
-	if state == "PROCESSING" && owner != l.owner && l.now().Sub(time.UnixMilli(at)) < 5*time.Second {
+	if state == "PROCESSING" && owner != l.owner && !l.abandoned(ctx, at) {
 		return nil, errInProgress()
 	}
 	// Effects and result are in Redis; the journal lacks them: journal the
@@ -415,6 +426,26 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 	l.metrics.recovered.Inc()
 	l.complete(ctx, t.TerminalID, t.IdemKey)
 	return &Result{Body: t.Body, FlowNo: flow, Replayed: true}, nil
+}
+
+// abandoned tells whether a PROCESSING record of another owner written at
+// atMs (the owner's clock, Unix ms) is left behind by a dead process
+// rather than in flight: more than 5 s from now either way, now read from
+// Redis's clock, which a jump of this daemon's clock does not move (with
+// its own clock a jump forward made a script in flight look abandoned,
+// one back made a crash's record look in flight for the whole jump). A
+// script in flight is bounded by redis.timeout + wait_timeout; the 5 s
+// are the margin for the owner's clock being off Redis's. Redis not
+// answering: the daemon's own clock decides, as before.
+func (l *Ledger) abandoned(ctx context.Context, atMs int64) bool {
+	now := l.now()
+	tctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
+	defer cancel()
+	if t, err := l.rdb.Time(tctx).Result(); err == nil {
+		now = t
+	}
+	age := now.Sub(time.UnixMilli(atMs))
+	return age >= 5*time.Second || age <= -5*time.Second
 }
 
 func (l *Ledger) journalAppend(ctx context.Context, t journal.Txn) error {

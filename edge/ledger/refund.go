@@ -82,8 +82,7 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 	t := journal.Txn{TerminalID: term, IdemKey: key, Fingerprint: fp, Kind: "refund", OriginalFlowNo: orig.FlowNo,
 		Tender: orig.Tender, TotalCents: total, BusinessDay: day, BusinessHour: hour, CreatedAt: now, Lines: jlines(lines)}
 	if l.heldDegraded() {
-		defer l.modeMu.RUnlock()
-		return l.recordDegraded(ctx, t, b)
+		return l.recordHeld(ctx, t, b)
 	}
 	a := txnArgs{mode: "refund", term: term, key: key, fp: fp, tender: orig.Tender, day: day, hour: hour,
 		total: total, bodyRest: b.rest(), tokenForm: IsTokenForm(key), refundOf: orig.FlowNo}

@@ -1,6 +1,9 @@
 package redisdb
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // Keys builds the Redis key names of one store: this file is the one
 // place that knows them (the Lua scripts in lua/ take them as KEYS).
@@ -18,6 +21,7 @@ import "strings"
 //	pe:{S}:lock:<job>             job lock (its fencing counter: Fence)
 //	pe:{S}:alive                  instance id of the daemon that pinged last
 //	pe:{S}:repaired               set by the last repair; gone when Redis lost its data
+//	pe:{S}:reapplied:<node>       resume mark of a node's repair re-apply: "<journal row id>:<flow no>"
 //	pe:{S}:rl:s                   rate limit, store level (all terminals)
 //	pe:{S}:rl:t:<terminal>        rate limit, terminal level
 //	pe:{S}:rl:a:<terminal>:<act>  rate limit, action level, per terminal
@@ -63,6 +67,10 @@ func (k Keys) Alive() string { return k.p + "alive" }
 
 // Repaired is set by the last repair; gone when Redis lost its data.
 func (k Keys) Repaired() string { return k.p + "repaired" }
+
+// Reapplied is the resume mark of node's repair re-apply (edge/ledger
+// reapplyFrom): "<journal row id>:<flow no>".
+func (k Keys) Reapplied(node int) string { return k.p + "reapplied:" + strconv.Itoa(node) }
 
 // RateStore is the store level of the rate limiter (all terminals).
 func (k Keys) RateStore() string { return k.p + "rl:s" }

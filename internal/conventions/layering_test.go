@@ -36,6 +36,17 @@ func layering() []layerRule {
 		{"offline/", "sync/hq", "the journal must not link the HQ receiver"},
 		{"sync/hq", "edge/", "posedge-hq must not link the edge daemon"},
 		{"sync/hq", "offline/", "posedge-hq must not link the store's journal"},
+		{"edge/", "sync/hqdb", "the edge daemon must not link HQ's databases"},
+		{"offline/", "sync/hqdb", "the journal must not link HQ's databases"},
+		// HQ's databases sit below the receiver: the Store interface and
+		// its backends know nothing of JetStream, HTTP or the config, and
+		// no backend links another (one package per backend).
+		{"sync/hqdb", "sync/hq", "HQ's databases are below the receiver and its admin API"},
+		{"sync/hqdb", "edge/", "HQ's databases know nothing of the store"},
+		{"sync/hqdb", "offline/", "HQ's databases know nothing of the journal"},
+		{"sync/hqdb", httpCode, "HQ's databases know no HTTP"},
+		{"sync/hqdb/sqlite", "sync/hqdb/postgres", "one backend never links another"},
+		{"sync/hqdb/postgres", "sync/hqdb/sqlite", "one backend never links another"},
 		// Data flows one way: api → ratelimit, ledger → redisdb → lua,
 		// journal → replay → hq.
 		{"offline/", "edge/", "the journal knows nothing of the daemon, HTTP or Redis"},
@@ -76,6 +87,7 @@ func layeringExceptions() map[[2]string]string {
 	return map[[2]string]string{
 		{"internal/chainsim", "offline/journal"}: "the chain simulator fills real journals; to move out of internal/ with issue 25",
 		{"internal/chainsim", "sync/replay"}:     "the chain simulator replays them; to move out of internal/ with issue 25",
+		{"internal/chainsim", "sync/hqlink"}:     "through sync/replay (the store's one connection to HQ); to move out of internal/ with issue 25",
 		{"internal/chainsim", "sync/wire"}:       "the chain simulator builds wire messages; to move out of internal/ with issue 25",
 	}
 }

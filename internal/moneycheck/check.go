@@ -242,12 +242,65 @@ func Check(ops []Op, w World) (Report, error) {
 			if got := w.FinalStock[b]; got != want {
 				return r, fmt.Errorf("stock of %s is %d, the history says %d", b, got, want)
 			}
-			if want < 0 {
-				return r, fmt.Errorf("stock of %s went negative (%d)", b, want)
-			}
+		}
+	}
+	if w.InitialStock != nil {
+		if err := neverOversold(effects, w); err != nil {
+			return r, err
 		}
 	}
 	return r, nil
+}
+
+// neverOversold: a sale in normal mode is refused when stock is short, so
+// stock never goes below zero by one; degraded and batch sales may take
+// it there (contract: stock not enforced). The normal-mode effects are
+// replayed per item in flow number order (the order Redis's sequence
+// gave them), each degraded or batch refund counted before all of them
+// and each degraded or batch sale after (the most stock any order allows:
+// when even that goes below zero, no order of events explains it).
+func neverOversold(effects []effect, w World) error {
+	degraded := w.Degraded
+	if degraded == nil {
+		degraded = DegradedFlow
+	}
+	stock := map[string]int64{}
+	for b, n := range w.InitialStock {
+		stock[b] = n
+	}
+	var normal []effect
+	for _, e := range effects {
+		if e.op.Batch || degraded(e.ans.FlowNo) {
+			if e.ans.Kind == "refund" {
+				for _, l := range e.ans.Lines {
+					stock[l.Barcode] += l.Qty
+				}
+			}
+			continue
+		}
+		normal = append(normal, e)
+	}
+	sort.Slice(normal, func(i, j int) bool {
+		a, b := normal[i].ans.FlowNo, normal[j].ans.FlowNo
+		return len(a) < len(b) || len(a) == len(b) && a < b
+	})
+	for _, e := range normal {
+		for _, l := range e.ans.Lines {
+			if _, known := w.InitialStock[l.Barcode]; !known {
+				continue
+			}
+			if e.ans.Kind == "refund" {
+				stock[l.Barcode] += l.Qty
+				continue
+			}
+			stock[l.Barcode] -= l.Qty
+			if stock[l.Barcode] < 0 {
+				return fmt.Errorf("normal-mode sale %s (key %s on %s) took stock of %s to %d: not enough stock must be refused",
+					e.ans.FlowNo, e.op.Key, e.op.Terminal, l.Barcode, stock[l.Barcode])
+			}
+		}
+	}
+	return nil
 }
 
 func (c *Counters) add(kind string, cents int64) {

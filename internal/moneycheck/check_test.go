@@ -149,7 +149,7 @@ func TestBrokenHistoriesFail(t *testing.T) {
 		{"stock negative", func(ops []Op, w *World) []Op {
 			w.InitialStock["A"], w.FinalStock["A"] = 2, -1
 			return ops
-		}, "negative"},
+		}, "not enough stock must be refused"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -158,6 +158,38 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			_, err := Check(ops, w)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("got %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+// Scarce stock: four tills race for an item with stock 5 (two each). A
+// normal-mode sale must be refused when stock is short; a degraded-mode
+// or batch sale may take stock below zero (contract: not enforced).
+func TestScarceStock(t *testing.T) {
+	const deg = "2100000000000001" // node 1's first degraded flow number
+	for _, c := range []struct {
+		name  string
+		third func(Op) Op // the third till's sale, the one past the stock
+		final int64
+		want  string
+	}{
+		{"normal sale past the stock", func(o Op) Op { return o }, -1, "not enough stock must be refused"},
+		{"degraded sale past the stock", func(o Op) Op { o.Body = saleBody(deg, o.Terminal, 700, two); return o }, -1, ""},
+		{"batch sale past the stock", func(o Op) Op { o.Batch = true; return o }, -1, ""},
+		{"fourth till refused", nil, 1, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ops := []Op{sale("T01", "k1", "1"), sale("T02", "k2", "2")}
+			if c.third != nil {
+				ops = append(ops, c.third(sale("T03", "k3", "3")))
+			}
+			ops = append(ops, Op{Terminal: "T04", Kind: "sale", Key: "k4", Lines: two, TotalCents: 700, Tender: "cash",
+				Status: 409, Body: []byte(`{"error":{"code":"insufficient_stock"}}`)})
+			w := World{InitialStock: map[string]int64{"A": 5}, FinalStock: map[string]int64{"A": c.final}}
+			_, err := Check(ops, w)
+			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+				t.Fatalf("got %v, want %q", err, c.want)
 			}
 		})
 	}

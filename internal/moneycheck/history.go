@@ -26,6 +26,9 @@ type Op struct {
 	// OccurredAt is the intent's occurred_at (batch uploads); zero when
 	// the till left it to the daemon's clock.
 	OccurredAt time.Time
+	// Batch: the till uploaded it in a batch (POST /v1/sales/batch): a
+	// sale that already happened, accepted whatever the stock.
+	Batch bool
 	// Status is the HTTP status; 0 means no answer (timeout, reset), which
 	// like any 5xx makes the op indeterminate.
 	Status int
@@ -89,4 +92,11 @@ type World struct {
 	Location *time.Location
 	// Totals is the daemon's daily totals row; nil is not checked.
 	Totals *Counters
+	// Degraded tells a degraded-mode flow number (stock not enforced);
+	// nil is the contract's numbering (docs/durability.md): 16 digits,
+	// "2" + node + sequence in degraded mode, "1" + sequence in normal.
+	Degraded func(flowNo string) bool
 }
+
+// DegradedFlow is the default World.Degraded.
+func DegradedFlow(flowNo string) bool { return len(flowNo) == 16 && flowNo[0] == '2' }

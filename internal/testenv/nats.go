@@ -85,3 +85,18 @@ func (n *NATS) Stop() {
 	n.srv.WaitForShutdown()
 	n.srv = nil
 }
+
+// ClientNames are the names of the client connections the server holds
+// (every account's).
+func (n *NATS) ClientNames() []string {
+	n.t.Helper()
+	cz, err := n.srv.Connz(&server.ConnzOptions{Limit: 1 << 16})
+	if err != nil {
+		n.t.Fatalf("nats connz: %v", err)
+	}
+	var names []string
+	for _, c := range cz.Conns {
+		names = append(names, c.Name)
+	}
+	return names
+}

@@ -30,17 +30,6 @@ func StartNATSWithConfig(t testing.TB, conf string) *NATS {
 	return nil
 }
 
-// StorePermissions is the per-store NATS user of docs/security.md, for
-// store id s (user lower-case s, password "pw-" + s), as a user entry of
-// a nats-server accounts block: publish its own transactions, manifests,
-// heartbeats and "have" requests; read its own replies only.
-func StorePermissions(s string) string {
-	return fmt.Sprintf(`{user: %q, password: "pw-%s", permissions: {
-        publish: {allow: ["pos.txn.%s", "pos.txn.%s.>", "posedge.hq.have.%s"]}
-        subscribe: {allow: ["_INBOX.%s.>"]}
-      }}`, strings.ToLower(s), s, s, s, s, s)
-}
-
 // DocumentedPassword is the password SecurityTemplate gives every user.
 const DocumentedPassword = "pw"
 
@@ -70,4 +59,45 @@ func SecurityTemplate(t testing.TB, path string) string {
 		t.Fatalf("%s: unterminated fenced block", path)
 	}
 	return strings.ReplaceAll(s[:end], `"…"`, `"`+DocumentedPassword+`"`)
+}
+
+// OperatorUser is an unrestricted user WithOperator adds to the POS
+// account of the documented template (password DocumentedPassword): the
+// tests look through it at what posedge-hq's restricted user may not
+// (the stream's messages, the bucket's revisions), as an operator's NATS
+// CLI would.
+const OperatorUser = "operator"
+
+// WithOperator returns conf, the documented template, with OperatorUser
+// added to the POS account's users.
+func WithOperator(t testing.TB, conf string) string {
+	t.Helper()
+	const at = "POS {\n    jetstream: enabled\n    users [\n"
+	if !strings.Contains(conf, at) {
+		t.Fatalf("the template has no POS account with JetStream and users")
+	}
+	return strings.Replace(conf, at, at+fmt.Sprintf("      {user: %q, password: %q}\n", OperatorUser, DocumentedPassword), 1)
+}
+
+// SecurityTemplateFor is SecurityTemplate with one store user per store
+// id instead of the documented s001 and s002: each a copy of the
+// documented s001 entry with S001 replaced.
+func SecurityTemplateFor(t testing.TB, path string, stores ...string) string {
+	t.Helper()
+	conf := SecurityTemplate(t, path)
+	start := strings.Index(conf, `{user: "s001"`)
+	end := strings.Index(conf, `{user: "s002"`)
+	if start < 0 || end < start {
+		t.Fatalf("%s: the template has no s001 entry followed by s002", path)
+	}
+	entry := conf[start:end]
+	last := strings.Index(conf[end:], "}}\n")
+	if last < 0 {
+		t.Fatalf("%s: unterminated s002 entry", path)
+	}
+	var users strings.Builder
+	for _, s := range stores {
+		users.WriteString(strings.NewReplacer("S001", s, "s001", strings.ToLower(s)).Replace(entry))
+	}
+	return conf[:start] + strings.TrimRight(users.String(), " \n") + "\n" + conf[end+last+3:]
 }

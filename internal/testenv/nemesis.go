@@ -26,7 +26,7 @@ func (r *Redis) RestartNodeInRole(i int) {
 	// ends, and a nemesis restarts nodes hundreds of times.
 	r.Nodes[i].Kill()
 	r.Nodes[i].Start(r.t)
-	c := redis.NewClient(&redis.Options{Addr: r.NodeAddr(i), DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: r.NodeAddr(i), Password: r.Password, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
 	defer c.Close()
 	WaitFor(r.t, 15*time.Second, r.Nodes[i].Name+" back", func() bool {
 		return c.Ping(context.Background()).Err() == nil

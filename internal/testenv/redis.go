@@ -22,6 +22,13 @@ type RedisOptions struct {
 	Replicas  int      // default 2
 	Sentinels int      // default 3
 	ExtraArgs []string // appended to every redis-server command line
+	// Partitionable gives the default user a password (Password), so that
+	// Cut and SplitBrain can cut the sentinels off a node: a connection
+	// whose AUTH fails is still the default user when that user needs no
+	// password, and the sentinels would go on reaching the node as it.
+	// Every client then needs the password; testenv's own clients and a
+	// Store's posedge (redis.password) get it.
+	Partitionable bool
 }
 
 // Redis is a real Redis Sentinel topology: one master, its replicas and
@@ -36,6 +43,9 @@ type Redis struct {
 	SentPorts []int
 	extraArgs []string
 	nodeArgs  [][]string
+	// Password is the default user's password with
+	// RedisOptions.Partitionable, else "".
+	Password string
 }
 
 // StartRedis starts the topology and waits until every sentinel sees the
@@ -55,6 +65,9 @@ func StartRedis(t testing.TB, o RedisOptions) *Redis {
 		o.Sentinels = 3
 	}
 	r := &Redis{t: t, Dir: t.TempDir(), extraArgs: o.ExtraArgs}
+	if o.Partitionable {
+		r.Password = "testenv-default-pass"
+	}
 	t.Cleanup(r.Close)
 	for i := 0; i <= o.Replicas; i++ {
 		r.startNode(i)
@@ -83,12 +96,21 @@ func (r *Redis) startNode(i int) {
 		args := []string{"redis-server", "--port", fmt.Sprint(port), "--bind", "127.0.0.1",
 			"--dir", d, "--save", "", "--appendonly", "yes", "--appendfsync", "everysec",
 			"--daemonize", "no", "--protected-mode", "no", "--maxmemory-policy", "noeviction"}
+		// Sentinel and replication log in as users of their own (the
+		// default user, which posedge and the tests use, stays open), so
+		// a test can cut them off a node alone: Partition.
+		args = append(args, "--user", SentinelUser, "on", ">"+aclPass, "+@all", "~*", "&*",
+			"--user", ReplicationUser, "on", ">"+aclPass, "+@all", "~*", "&*",
+			"--masteruser", ReplicationUser, "--masterauth", aclPass)
+		if r.Password != "" {
+			args = append(args, "--requirepass", r.Password)
+		}
 		if i > 0 {
 			args = append(args, "--replicaof", "127.0.0.1", fmt.Sprint(r.NodePorts[0]))
 		}
 		p.Args = append(args, r.extraArgs...)
 		p.Start(r.t)
-		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), DialTimeout: time.Second, MaxRetries: -1})
+		c := redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", port), Password: r.Password, DialTimeout: time.Second, MaxRetries: -1})
 		up := false
 		WaitFor(r.t, 10*time.Second, p.Name+" up", func() bool {
 			up = c.Ping(context.Background()).Err() == nil
@@ -123,7 +145,10 @@ func (r *Redis) startSentinel(i int) {
 			"sentinel monitor %s 127.0.0.1 %d 2\n"+
 			"sentinel down-after-milliseconds %s 1000\n"+
 			"sentinel failover-timeout %s 5000\n"+
-			"sentinel parallel-syncs %s 1\n", port, r.Dir, MasterName, r.NodePorts[0], MasterName, MasterName, MasterName)
+			"sentinel parallel-syncs %s 1\n"+
+			"sentinel auth-user %s %s\nsentinel auth-pass %s %s\n",
+			port, r.Dir, MasterName, r.NodePorts[0], MasterName, MasterName, MasterName,
+			MasterName, SentinelUser, MasterName, aclPass)
 		if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 			r.t.Fatal(err)
 		}
@@ -180,7 +205,7 @@ func (r *Redis) NodeAddr(i int) string { return fmt.Sprintf("127.0.0.1:%d", r.No
 
 // NodeClient is a plain client to node i, closed with the test.
 func (r *Redis) NodeClient(i int) *redis.Client {
-	c := redis.NewClient(&redis.Options{Addr: r.NodeAddr(i), DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
+	c := redis.NewClient(&redis.Options{Addr: r.NodeAddr(i), Password: r.Password, DialTimeout: time.Second, ReadTimeout: 2 * time.Second, MaxRetries: -1})
 	r.t.Cleanup(func() { c.Close() })
 	return c
 }
@@ -188,7 +213,7 @@ func (r *Redis) NodeClient(i int) *redis.Client {
 // Master is a Sentinel-aware client to whichever node is master, closed
 // with the test.
 func (r *Redis) Master() *redis.Client {
-	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: MasterName, SentinelAddrs: r.SentinelAddrs(),
+	c := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: MasterName, SentinelAddrs: r.SentinelAddrs(), Password: r.Password,
 		DialTimeout: time.Second, ReadTimeout: 2 * time.Second})
 	r.t.Cleanup(func() { c.Close() })
 	return c

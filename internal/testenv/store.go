@@ -62,6 +62,9 @@ type StoreOptions struct {
 	// proxy), not through Sentinel, which would hand it the master's own
 	// address; so it follows no failover.
 	RedisProxy bool
+	// RedisPartitionable starts Redis with RedisOptions.Partitionable
+	// (posedge gets redis.password), for Redis.SplitBrain and Redis.Cut.
+	RedisPartitionable bool
 	// JournalDir holds journal.db instead of the store's directory (a
 	// filesystem a test can take away).
 	JournalDir string
@@ -150,7 +153,7 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 		s.Redis = StartRedisSingle(t)
 		s.NATS, s.HQAdmin, s.HQDB, o.NoHQ = c.NATS, c.HQAdmin, c.HQDB, true
 	} else {
-		s.Redis = StartRedis(t, RedisOptions{})
+		s.Redis = StartRedis(t, RedisOptions{Partitionable: o.RedisPartitionable})
 		s.NATS = StartNATS(t)
 	}
 	if o.NATSProxy {
@@ -239,6 +242,9 @@ func (s *Store) writeConfig(o StoreOptions) {
 	}
 	if o.chain != nil {
 		redisCfg = fmt.Sprintf("addr: %q, replicas: 0, min_replicas_ack: 0", s.Redis.NodeAddr(0))
+	}
+	if s.Redis.Password != "" {
+		redisCfg += fmt.Sprintf(", password: %q", s.Redis.Password)
 	}
 	natsURL := s.NATS.URL()
 	if o.chain != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -25,7 +26,7 @@ func FuzzDecodeStockAdjustment(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if m.Kind != hq.KindStockAdjustment || m.StoreID != "S001" {
+		if m.Kind != hqdb.KindStockAdjustment || m.StoreID != "S001" {
 			t.Fatalf("a body on %s decoded as kind %v of store %q", subject, m.Kind, m.StoreID)
 		}
 		a := m.Adjustment

@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
-func adjustmentMsg(t testing.TB, a wire.StockAdjustment, received time.Time) hq.Msg {
+func adjustmentMsg(t testing.TB, a wire.StockAdjustment, received time.Time) hqdb.Msg {
 	t.Helper()
 	b, _ := json.Marshal(a)
 	m, err := hq.DecodeMsg(wire.DefaultSubjectPrefix, wire.StockSubject(wire.DefaultSubjectPrefix, a.StoreID), "", b, received)
@@ -24,7 +25,7 @@ func adjustmentMsg(t testing.TB, a wire.StockAdjustment, received time.Time) hq.
 // A stock adjustment is stored once per (store_id, adjustment_id): the
 // same one resent (after a lost ack, a daemon killed) is a duplicate.
 func testStockAdjustmentOnce(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	a1 := wire.StockAdjustment{StoreID: "S1", AdjustmentID: "a1", Barcode: "A", Delta: 24, Reason: "receiving", Stock: 30,
 		CreatedAt: t0.Format(time.RFC3339Nano)}
 	a2 := a1
@@ -32,8 +33,8 @@ func testStockAdjustmentOnce(t *testing.T, open opener) {
 	other := a1
 	other.StoreID = "S2"
 	wantOutcomes(t, insert(t, s, adjustmentMsg(t, a1, t0), adjustmentMsg(t, a1, t0), adjustmentMsg(t, other, t0)),
-		hq.Inserted, hq.Duplicate, hq.Inserted)
-	wantOutcomes(t, insert(t, s, adjustmentMsg(t, a2, t0), adjustmentMsg(t, a1, t0.Add(time.Hour))), hq.Inserted, hq.Duplicate)
+		hqdb.Inserted, hqdb.Duplicate, hqdb.Inserted)
+	wantOutcomes(t, insert(t, s, adjustmentMsg(t, a2, t0), adjustmentMsg(t, a1, t0.Add(time.Hour))), hqdb.Inserted, hqdb.Duplicate)
 	got, err := s.StockAdjustments(context.Background(), "S1")
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +72,7 @@ func TestDecodeStockAdjustment(t *testing.T) {
 			b, _ := json.Marshal(a)
 			m, err := hq.DecodeMsg(wire.DefaultSubjectPrefix, wire.StockSubject(wire.DefaultSubjectPrefix, "S1"), "", b, t0)
 			switch {
-			case tc.err == "" && (err != nil || m.Kind != hq.KindStockAdjustment):
+			case tc.err == "" && (err != nil || m.Kind != hqdb.KindStockAdjustment):
 				t.Fatalf("decode: %v %v", m.Kind, err)
 			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 				t.Fatalf("err %v, want one naming %s", err, tc.err)

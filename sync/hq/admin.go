@@ -10,6 +10,7 @@ import (
 
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/jsonhttp"
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 // Readiness tells why the receiver is not consuming yet, or nil.
@@ -24,7 +25,7 @@ type Readiness interface {
 //	GET /metrics                             Prometheus text format
 //	GET /v1/stores/{store_id}/watermark      the store's high-water mark (zeros for an unknown store)
 //	GET /v1/completeness                     days whose manifests differ from the stored rows, silent stores
-func NewAdminHandler(store Store, recv Readiness, metrics *Metrics, log *slog.Logger) http.Handler {
+func NewAdminHandler(store hqdb.Store, recv Readiness, metrics *Metrics, log *slog.Logger) http.Handler {
 	a := &admin{store: store, recv: recv, log: log}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", a.healthz)
@@ -42,7 +43,7 @@ func NewAdminHandler(store Store, recv Readiness, metrics *Metrics, log *slog.Lo
 }
 
 type admin struct {
-	store Store
+	store hqdb.Store
 	recv  Readiness
 	log   *slog.Logger
 }
@@ -97,12 +98,14 @@ func (a *admin) quarantine(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *admin) completeness(w http.ResponseWriter, r *http.Request) {
-	rep, err := a.store.Completeness(r.Context(), time.Now())
+	now := time.Now()
+	rep, err := a.store.Completeness(r.Context(), now)
 	if err != nil {
 		a.log.Error("completeness", "err", err)
 		writeError(w, http.StatusServiceUnavailable, "database_unavailable", "the database did not answer")
 		return
 	}
+	markRepair(&rep, now)
 	writeJSON(w, http.StatusOK, rep)
 }
 

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
+	"github.com/posedge/posedge/sync/hqdb/sqlite"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -46,10 +49,10 @@ func BenchmarkInsertBatch(b *testing.B) {
 	})
 }
 
-func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
+func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration) {
 	msgs := benchMsgs(b, b.N)
 	rawDur := raw(b, newDSN(b), msgs)
-	store, err := hq.OpenStore(context.Background(), newDSN(b), hq.StoreOptions{})
+	store, err := hq.OpenStore(context.Background(), newDSN(b), hqdb.StoreOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,8 +74,8 @@ func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b
 
 // benchMsgs are n sales of ten stores replaying at once, each in runs of
 // 500 (the edge's hq.batch_size), seven terminals per store.
-func benchMsgs(b *testing.B, n int) []hq.Msg {
-	msgs := make([]hq.Msg, n)
+func benchMsgs(b *testing.B, n int) []hqdb.Msg {
+	msgs := make([]hqdb.Msg, n)
 	now := time.Now()
 	flows := map[string]int{}
 	for i := range msgs {
@@ -83,7 +86,7 @@ func benchMsgs(b *testing.B, n int) []hq.Msg {
 	return msgs
 }
 
-func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hq.Msg) time.Duration) {
+func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration) {
 	n := b.N
 	msgs := benchMsgs(b, n)
 	rawDur := raw(b, newDSN(b), msgs)
@@ -98,7 +101,11 @@ func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *tes
 		Storage: jetstream.FileStorage, Duplicates: cfg.DuplicateWindow}); err != nil {
 		b.Fatal(err)
 	}
-	for _, m := range msgs {
+	for i, m := range msgs {
+		if i%2000 == 0 {
+			// Below nats.go's cap on outstanding async publishes.
+			<-js.PublishAsyncComplete()
+		}
 		if _, err := js.PublishMsgAsync(txnMsg(m.StoreID, wire.MsgID(m.StoreID, m.Txn.FlowNo), m.Body)); err != nil {
 			b.Fatal(err)
 		}
@@ -106,7 +113,7 @@ func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *tes
 	<-js.PublishAsyncComplete()
 
 	log := testLogger(b)
-	store, err := hq.OpenStore(ctx, cfg.Database, hq.StoreOptions{Logger: log})
+	store, err := hq.OpenStore(ctx, cfg.Database, hqdb.StoreOptions{Logger: log})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -144,11 +151,12 @@ const rawTable = `CREATE TABLE transactions (
 	total_cents %s NOT NULL, created_at TEXT NOT NULL, body TEXT NOT NULL, received_at TEXT NOT NULL,
 	PRIMARY KEY (store_id, flow_no))`
 
-// rawSQLite inserts msgs in transactions of benchBatch rows with one
-// prepared statement, with the pragmas posedge-hq uses.
-func rawSQLite(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
+// rawSQLite inserts msgs in transactions of benchBatch rows, each chunk
+// of rawMultiRows rows one prepared multi-row INSERT (prepared once), with
+// the pragmas posedge-hq uses: the strongest plain insert SQLite has.
+func rawSQLite(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration {
 	u, _ := hq.ParseDatabaseURL(dsn)
-	db, err := sql.Open("sqlite", hq.SQLiteDSN(u.Path))
+	db, err := sql.Open("sqlite", sqlite.DSN(u.Path))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -157,23 +165,43 @@ func rawSQLite(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
 	if _, err := db.Exec(fmt.Sprintf(rawTable, "INTEGER")); err != nil {
 		b.Fatal(err)
 	}
+	stmts := map[int]*sql.Stmt{}
+	prepared := func(n int) *sql.Stmt {
+		if st := stmts[n]; st != nil {
+			return st
+		}
+		st, err := db.Prepare("INSERT INTO transactions VALUES " + strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n), ", "))
+		if err != nil {
+			b.Fatal(err)
+		}
+		stmts[n] = st
+		return st
+	}
+	for n := rawMultiRows; n > 0; n /= 2 {
+		prepared(n)
+	}
 	start := time.Now()
 	for lo := 0; lo < len(msgs); lo += benchBatch {
 		tx, err := db.Begin()
 		if err != nil {
 			b.Fatal(err)
 		}
-		st, err := tx.Prepare(`INSERT INTO transactions VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for _, m := range msgs[lo:min(lo+benchBatch, len(msgs))] {
-			if _, err := st.Exec(m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Txn.TotalCents,
-				m.Txn.CreatedAt, string(m.Body), m.ReceivedAt.Format(time.RFC3339Nano)); err != nil {
+		batch := msgs[lo:min(lo+benchBatch, len(msgs))]
+		for len(batch) > 0 {
+			n := rawMultiRows
+			for n > len(batch) {
+				n /= 2
+			}
+			args := make([]any, 0, 8*n)
+			for _, m := range batch[:n] {
+				args = append(args, m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Txn.TotalCents,
+					m.Txn.CreatedAt, string(m.Body), m.ReceivedAt.Format(time.RFC3339Nano))
+			}
+			if _, err := tx.Stmt(prepared(n)).Exec(args...); err != nil {
 				b.Fatal(err)
 			}
+			batch = batch[n:]
 		}
-		st.Close()
 		if err := tx.Commit(); err != nil {
 			b.Fatal(err)
 		}
@@ -181,9 +209,13 @@ func rawSQLite(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
 	return time.Since(start)
 }
 
-// rawPostgres inserts msgs in transactions of benchBatch rows, each one
-// multi-row INSERT from arrays.
-func rawPostgres(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
+// rawMultiRows is the most rows of one raw SQLite insert (as many as
+// posedge-hq's own multi-row insert takes).
+const rawMultiRows = 128
+
+// rawPostgres copies msgs in transactions of benchBatch rows, each one
+// COPY into the table: the fastest way rows go into PostgreSQL.
+func rawPostgres(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
@@ -193,18 +225,15 @@ func rawPostgres(b *testing.B, dsn string, msgs []hq.Msg) time.Duration {
 	if _, err := conn.Exec(ctx, fmt.Sprintf(rawTable, "BIGINT")); err != nil {
 		b.Fatal(err)
 	}
+	cols := []string{"store_id", "flow_no", "terminal_id", "kind", "total_cents", "created_at", "body", "received_at"}
 	start := time.Now()
 	for lo := 0; lo < len(msgs); lo += benchBatch {
 		chunk := msgs[lo:min(lo+benchBatch, len(msgs))]
-		var s, f, t, k, ca, body, ra []string
-		var cents []int64
-		for _, m := range chunk {
-			s, f, t, k = append(s, m.StoreID), append(f, m.Txn.FlowNo), append(t, m.Txn.TerminalID), append(k, m.Txn.Kind)
-			cents, ca = append(cents, m.Txn.TotalCents), append(ca, m.Txn.CreatedAt)
-			body, ra = append(body, string(m.Body)), append(ra, m.ReceivedAt.Format(time.RFC3339Nano))
-		}
-		if _, err := conn.Exec(ctx, `INSERT INTO transactions SELECT * FROM unnest($1::text[], $2::text[], $3::text[],
-			$4::text[], $5::bigint[], $6::text[], $7::text[], $8::text[])`, s, f, t, k, cents, ca, body, ra); err != nil {
+		if _, err := conn.CopyFrom(ctx, pgx.Identifier{"transactions"}, cols, pgx.CopyFromSlice(len(chunk), func(i int) ([]any, error) {
+			m := &chunk[i]
+			return []any{m.StoreID, m.Txn.FlowNo, m.Txn.TerminalID, m.Txn.Kind, m.Txn.TotalCents,
+				m.Txn.CreatedAt, string(m.Body), m.ReceivedAt.Format(time.RFC3339Nano)}, nil
+		})); err != nil {
 			b.Fatal(err)
 		}
 	}

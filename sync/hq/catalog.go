@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // The item master (contract §6) lives in a JetStream key-value bucket:
@@ -104,6 +106,11 @@ func (c *Catalog) Bucket(ctx context.Context) (jetstream.KeyValue, error) {
 		History:     1,
 		Storage:     jetstream.FileStorage,
 		Replicas:    c.cfg.catalogReplicas(),
+		// Each change is republished for the stores, which read the
+		// bucket without JetStream consumers (docs/security.md, the
+		// catalog under two accounts): posedge.catalog.<bucket>.<key>.
+		RePublish: &jetstream.RePublish{Source: "$KV." + c.cfg.CatalogBucket + ".>",
+			Destination: wire.CatalogLiveSubject(c.cfg.CatalogBucket) + ".>"},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open catalog bucket %s: %w", c.cfg.CatalogBucket, err)

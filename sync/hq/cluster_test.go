@@ -20,6 +20,7 @@ import (
 	"github.com/posedge/posedge/internal/chainsim"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -64,10 +65,10 @@ type chainHQ struct {
 	DB       string
 	HQ       []*testenv.Proc
 	admins   []string
-	batch    int      // posedge-hq's batch_size
-	cpuOut   string   // when set, posedge-hq 0 writes a CPU profile here
-	replicas int      // posedge-hq's stream_replicas; 0 = 3
-	store    hq.Store // the same database, read by the test
+	batch    int        // posedge-hq's batch_size
+	cpuOut   string     // when set, posedge-hq 0 writes a CPU profile here
+	replicas int        // posedge-hq's stream_replicas; 0 = 3
+	store    hqdb.Store // the same database, read by the test
 }
 
 func startChainHQ(t testing.TB, processes int) *chainHQ {
@@ -96,7 +97,7 @@ func chainHQOn(t testing.TB, processes, batch int, cpuOut string, startPG func(t
 		c.StartHQ(i)
 	}
 	var err error
-	c.store, err = hq.OpenStore(context.Background(), c.DB, hq.StoreOptions{})
+	c.store, err = hq.OpenStore(context.Background(), c.DB, hqdb.StoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

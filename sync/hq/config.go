@@ -18,6 +18,7 @@ import (
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/parseguard"
 	"github.com/posedge/posedge/internal/secret"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -30,7 +31,6 @@ const (
 	DefaultAdminListen     = "127.0.0.1:8090"
 	DefaultBatchSize       = 256
 	DefaultDuplicateWindow = 2 * time.Minute
-	DefaultSilentAfter     = 5 * time.Minute
 	DefaultAckWait         = 30 * time.Second
 	DefaultStreamReplicas  = 1
 	DefaultCatalogBucket   = "POS_CATALOG"
@@ -89,7 +89,7 @@ func DefaultConfig() Config {
 		Database:        DefaultDatabase,
 		AdminListen:     DefaultAdminListen,
 		BatchSize:       DefaultBatchSize,
-		SilentAfter:     DefaultSilentAfter,
+		SilentAfter:     hqdb.DefaultSilentAfter,
 		AckWait:         DefaultAckWait,
 		CatalogBucket:   DefaultCatalogBucket,
 		MaxSaleCents:    wire.DefaultMaxSaleCents,

@@ -5,12 +5,13 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // ObserveReceiver adds the figures only the receiver knows: the durable
 // consumer's lag as JetStream counts it, and each store's completeness.
-func (m *Metrics) ObserveReceiver(r *Receiver, store Store, log *slog.Logger) {
+func (m *Metrics) ObserveReceiver(r *Receiver, store hqdb.Store, log *slog.Logger) {
 	m.Registry.MustRegister(&consumerCollector{recv: r, store: store, log: log})
 }
 
@@ -29,7 +30,7 @@ var (
 // completeness report from the database at each scrape.
 type consumerCollector struct {
 	recv  *Receiver
-	store Store
+	store hqdb.Store
 	log   *slog.Logger
 }
 

@@ -1,8 +1,13 @@
 package hq
 
+import (
+	"github.com/posedge/posedge/sync/hqdb"
+	"github.com/posedge/posedge/sync/hqdb/postgres"
+)
+
 // SameJSON exposes sameBody to the tests.
-var SameJSON = sameBody
+var SameJSON = hqdb.SameBody
 
 // CarefulBatches is how many batches a PostgreSQL store could not
 // store in one round trip.
-func CarefulBatches(s Store) int64 { return s.(*PostgresStore).careful.Load() }
+func CarefulBatches(s hqdb.Store) int64 { return s.(*postgres.Store).CarefulBatches() }

@@ -3,6 +3,8 @@ package hq
 import (
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 // TestHeartbeatFormat2AcceptedByV1Rules: a format-2 heartbeat, with the
@@ -14,7 +16,7 @@ func TestHeartbeatFormat2AcceptedByV1Rules(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decode: %v", err)
 	}
-	if m.Kind != KindHeartbeat || m.Heartbeat.Backlog != 3 || m.Heartbeat.Version != "1.2.0" {
+	if m.Kind != hqdb.KindHeartbeat || m.Heartbeat.Backlog != 3 || m.Heartbeat.Version != "1.2.0" {
 		t.Fatalf("decoded %+v", m.Heartbeat)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -16,7 +17,7 @@ import (
 // hour old), S002 silent without a heartbeat (no clock or heartbeat-age
 // series: absent, never a 0 that would read as "in sync").
 func TestFleetMetrics(t *testing.T) {
-	s := openStore(t, "sqlite://"+filepath.Join(t.TempDir(), "hq.db"), hq.StoreOptions{SilentAfter: 10 * time.Minute})
+	s := openStore(t, "sqlite://"+filepath.Join(t.TempDir(), "hq.db"), hqdb.StoreOptions{SilentAfter: 10 * time.Minute})
 	now := time.Now().UTC()
 	insert(t, s, sale{store: "S001", flow: "1", cents: 100, created: now}.msg(t, now))
 	insert(t, s, heartbeatMsg(t, wire.Heartbeat{StoreID: "S001", SentAt: now.Add(3 * time.Second).Format(time.RFC3339Nano),

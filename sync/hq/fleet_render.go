@@ -1,7 +1,6 @@
 package hq
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -9,47 +8,13 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 // ClockOffsetLimit is how far a store's clock may be from HQ's before the
 // fleet view and the alert rules call it off (contract §7: 5 s).
 const ClockOffsetLimit = 5 * time.Second
-
-// UnmarshalJSON reads an entry as GET /v1/stores writes it (MarshalJSON),
-// for `posedge-hq stores`.
-func (e *StoreEntry) UnmarshalJSON(b []byte) error {
-	var w struct {
-		StoreID         string     `json:"store_id"`
-		Version         string     `json:"version"`
-		LastHeartbeatAt *time.Time `json:"last_heartbeat_at"`
-		LastReceivedAt  *time.Time `json:"last_received_at"`
-		Transactions    int64      `json:"transactions"`
-		Backlog         int64      `json:"backlog"`
-		OldestUnsentAt  *time.Time `json:"oldest_unsent_at"`
-		ClockOffsetMS   *int64     `json:"clock_offset_ms"`
-		IncompleteDays  int64      `json:"incomplete_days"`
-		Quarantined     int64      `json:"quarantined"`
-		Conflicts       int64      `json:"conflicts"`
-		Silent          bool       `json:"silent"`
-	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	t := func(p *time.Time) time.Time {
-		if p == nil {
-			return time.Time{}
-		}
-		return p.UTC()
-	}
-	*e = StoreEntry{StoreID: w.StoreID, Version: w.Version, LastHeartbeatAt: t(w.LastHeartbeatAt),
-		LastReceivedAt: t(w.LastReceivedAt), Transactions: w.Transactions, Backlog: w.Backlog,
-		OldestUnsentAt: t(w.OldestUnsentAt), IncompleteDays: w.IncompleteDays, Quarantined: w.Quarantined,
-		Conflicts: w.Conflicts, Silent: w.Silent}
-	if w.ClockOffsetMS != nil {
-		e.HasHeartbeat, e.ClockOffsetMS = true, *w.ClockOffsetMS
-	}
-	return nil
-}
 
 // Problem ranks, worst first: the order `posedge-hq stores` lists stores
 // in (contract §7: silent, incomplete or conflicting first).
@@ -65,7 +30,7 @@ const (
 // FleetLine is one store of the fleet as an engineer reads it: what is
 // wrong with it, worst first.
 type FleetLine struct {
-	StoreEntry
+	hqdb.StoreEntry
 	Problems []string // "silent", "incomplete", "conflicts", "old version", "clock off"
 	rank     int
 }
@@ -79,7 +44,7 @@ func (l FleetLine) NeedsAction() bool { return l.rank <= rankConflicts }
 // store runs an old version when its version is below the newest one in
 // the fleet (docs/operations.md); stores with no version yet (no format-2
 // heartbeat) are not compared.
-func JudgeFleet(es []StoreEntry) []FleetLine {
+func JudgeFleet(es []hqdb.StoreEntry) []FleetLine {
 	newest := ""
 	for _, e := range es {
 		if e.Version != "" && (newest == "" || compareVersions(e.Version, newest) > 0) {

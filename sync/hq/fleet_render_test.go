@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files of the fleet table")
@@ -37,19 +38,19 @@ func golden(t *testing.T, name string, got []byte) {
 func TestRenderFleetGolden(t *testing.T) {
 	now := time.Date(2026, 5, 20, 12, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
-	hb := func(e hq.StoreEntry, offsetMS int64) hq.StoreEntry {
+	hb := func(e hqdb.StoreEntry, offsetMS int64) hqdb.StoreEntry {
 		e.HasHeartbeat, e.ClockOffsetMS, e.LastHeartbeatAt = true, offsetMS, e.LastReceivedAt
 		return e
 	}
-	fleet := []hq.StoreEntry{
-		hb(hq.StoreEntry{StoreID: "S001", Version: "v1.10.0", LastReceivedAt: ago(20 * time.Second), Transactions: 1200}, 120),
-		hb(hq.StoreEntry{StoreID: "S002", Version: "v1.9.3", LastReceivedAt: ago(30 * time.Second), Transactions: 900}, -40),
-		hb(hq.StoreEntry{StoreID: "S003", Version: "v1.10.0", LastReceivedAt: ago(3 * time.Hour), Transactions: 15,
+	fleet := []hqdb.StoreEntry{
+		hb(hqdb.StoreEntry{StoreID: "S001", Version: "v1.10.0", LastReceivedAt: ago(20 * time.Second), Transactions: 1200}, 120),
+		hb(hqdb.StoreEntry{StoreID: "S002", Version: "v1.9.3", LastReceivedAt: ago(30 * time.Second), Transactions: 900}, -40),
+		hb(hqdb.StoreEntry{StoreID: "S003", Version: "v1.10.0", LastReceivedAt: ago(3 * time.Hour), Transactions: 15,
 			Backlog: 4210, OldestUnsentAt: ago(27 * time.Hour), Silent: true}, 300),
-		hb(hq.StoreEntry{StoreID: "S004", Version: "v1.10.0", LastReceivedAt: ago(10 * time.Second), Transactions: 77,
+		hb(hqdb.StoreEntry{StoreID: "S004", Version: "v1.10.0", LastReceivedAt: ago(10 * time.Second), Transactions: 77,
 			IncompleteDays: 2, Quarantined: 1}, 0),
-		hb(hq.StoreEntry{StoreID: "S005", Version: "v1.10.0", LastReceivedAt: ago(5 * time.Second), Transactions: 50, Conflicts: 3}, 10),
-		hb(hq.StoreEntry{StoreID: "S006", Version: "v1.10.0", LastReceivedAt: ago(5 * time.Second), Transactions: 51}, -7250),
+		hb(hqdb.StoreEntry{StoreID: "S005", Version: "v1.10.0", LastReceivedAt: ago(5 * time.Second), Transactions: 50, Conflicts: 3}, 10),
+		hb(hqdb.StoreEntry{StoreID: "S006", Version: "v1.10.0", LastReceivedAt: ago(5 * time.Second), Transactions: 51}, -7250),
 		{StoreID: "S007", LastReceivedAt: ago(40 * 24 * time.Hour), Transactions: 3, Silent: true},
 	}
 	ls := hq.JudgeFleet(fleet)
@@ -67,24 +68,24 @@ func TestRenderFleetGolden(t *testing.T) {
 // stores fail the check; an old version or an off clock is shown but
 // passes (their alerts page separately).
 func TestFleetOK(t *testing.T) {
-	ok := hq.StoreEntry{StoreID: "S1", Version: "1.2.0", HasHeartbeat: true}
+	ok := hqdb.StoreEntry{StoreID: "S1", Version: "1.2.0", HasHeartbeat: true}
 	tests := []struct {
 		name  string
-		entry func(hq.StoreEntry) hq.StoreEntry
+		entry func(hqdb.StoreEntry) hqdb.StoreEntry
 		want  bool
 	}{
-		{"healthy", func(e hq.StoreEntry) hq.StoreEntry { return e }, true},
-		{"silent", func(e hq.StoreEntry) hq.StoreEntry { e.Silent = true; return e }, false},
-		{"incomplete", func(e hq.StoreEntry) hq.StoreEntry { e.IncompleteDays = 1; return e }, false},
-		{"conflicts", func(e hq.StoreEntry) hq.StoreEntry { e.Conflicts = 1; return e }, false},
-		{"old version", func(e hq.StoreEntry) hq.StoreEntry { e.Version = "1.1.9"; return e }, true},
-		{"clock off", func(e hq.StoreEntry) hq.StoreEntry { e.ClockOffsetMS = -6000; return e }, true},
-		{"quarantined only", func(e hq.StoreEntry) hq.StoreEntry { e.Quarantined = 2; return e }, true},
+		{"healthy", func(e hqdb.StoreEntry) hqdb.StoreEntry { return e }, true},
+		{"silent", func(e hqdb.StoreEntry) hqdb.StoreEntry { e.Silent = true; return e }, false},
+		{"incomplete", func(e hqdb.StoreEntry) hqdb.StoreEntry { e.IncompleteDays = 1; return e }, false},
+		{"conflicts", func(e hqdb.StoreEntry) hqdb.StoreEntry { e.Conflicts = 1; return e }, false},
+		{"old version", func(e hqdb.StoreEntry) hqdb.StoreEntry { e.Version = "1.1.9"; return e }, true},
+		{"clock off", func(e hqdb.StoreEntry) hqdb.StoreEntry { e.ClockOffsetMS = -6000; return e }, true},
+		{"quarantined only", func(e hqdb.StoreEntry) hqdb.StoreEntry { e.Quarantined = 2; return e }, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			newest := hq.StoreEntry{StoreID: "S0", Version: "1.2.0", HasHeartbeat: true}
-			if got := hq.FleetOK(hq.JudgeFleet([]hq.StoreEntry{newest, tc.entry(ok)})); got != tc.want {
+			newest := hqdb.StoreEntry{StoreID: "S0", Version: "1.2.0", HasHeartbeat: true}
+			if got := hq.FleetOK(hq.JudgeFleet([]hqdb.StoreEntry{newest, tc.entry(ok)})); got != tc.want {
 				t.Errorf("FleetOK = %v, want %v", got, tc.want)
 			}
 		})
@@ -106,7 +107,7 @@ func TestOldVersion(t *testing.T) {
 		{"dev", "0.0.1"},
 	}
 	for _, tc := range tests {
-		ls := hq.JudgeFleet([]hq.StoreEntry{{StoreID: "A", Version: tc.newest}, {StoreID: "B", Version: tc.old}})
+		ls := hq.JudgeFleet([]hqdb.StoreEntry{{StoreID: "A", Version: tc.newest}, {StoreID: "B", Version: tc.old}})
 		if ls[0].StoreID != "B" || len(ls[0].Problems) != 1 || ls[0].Problems[0] != "old version" || len(ls[1].Problems) != 0 {
 			t.Errorf("%s vs %s: %+v", tc.old, tc.newest, ls)
 		}

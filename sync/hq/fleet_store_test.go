@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -14,7 +15,7 @@ import (
 // what each store sent must come back in its own entry, and nothing of
 // one store may leak into another's.
 func testFleet(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{SilentAfter: 5 * time.Minute})
+	s, _ := open(t, hqdb.StoreOptions{SilentAfter: 5 * time.Minute})
 	ctx := context.Background()
 
 	// S001: two sales, one conflicting re-send, a heartbeat whose clock
@@ -68,7 +69,7 @@ func testFleet(t *testing.T, open opener) {
 func TestFleetAdmin(t *testing.T) {
 	for _, be := range backends(t) {
 		t.Run(be.name, func(t *testing.T) {
-			s := openStore(t, be.dsn(t), hq.StoreOptions{})
+			s := openStore(t, be.dsn(t), hqdb.StoreOptions{})
 			now := time.Now().UTC()
 			insert(t, s, sale{store: "S010", flow: "1", cents: 100, created: now}.msg(t, now))
 			insert(t, s, heartbeatMsg(t, wire.Heartbeat{StoreID: "S010", SentAt: now.Format(time.RFC3339), Version: "v9",

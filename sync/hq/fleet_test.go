@@ -3,17 +3,19 @@ package hq
 import (
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 // TestAssembleFleet: offsets, silent and incomplete days per store.
 func TestAssembleFleet(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	rows := []fleetRow{
+	rows := []hqdb.FleetRow{
 		{StoreID: "a", LastSeenAt: now.Add(-time.Minute), HBSentAt: now.Add(-50 * time.Second), HBReceivedAt: now.Add(-time.Minute), OldestUnsent: "2026-12-01T11:00:00Z"},
 		{StoreID: "b", LastSeenAt: now.Add(-10 * time.Minute)},
 	}
-	rep := Report{Incomplete: []DayDiff{{StoreID: "b"}, {StoreID: "b"}}}
-	es := assembleFleet(rows, rep, now, 5*time.Minute)
+	rep := hqdb.Report{Incomplete: []hqdb.DayDiff{{StoreID: "b"}, {StoreID: "b"}}}
+	es := hqdb.AssembleFleet(rows, rep, now, 5*time.Minute)
 	tests := []struct {
 		name      string
 		got, want any

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	dto "github.com/prometheus/client_model/go"
@@ -27,7 +28,7 @@ type Metrics struct {
 // NewMetrics registers the metrics; per-store lag and counts are read
 // from store at each scrape, so every posedge-hq process reports the
 // same figures whichever one stored the rows.
-func NewMetrics(store Store, version string, log *slog.Logger) *Metrics {
+func NewMetrics(store hqdb.Store, version string, log *slog.Logger) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: reg,
@@ -77,13 +78,13 @@ func NewMetrics(store Store, version string, log *slog.Logger) *Metrics {
 	return m
 }
 
-func (m *Metrics) outcome(kind MsgKind, o Outcome) {
+func (m *Metrics) outcome(kind hqdb.MsgKind, o hqdb.Outcome) {
 	switch o {
-	case Inserted:
+	case hqdb.Inserted:
 		m.ingested.WithLabelValues(kind.String()).Inc()
-	case Duplicate:
+	case hqdb.Duplicate:
 		m.duplicates.WithLabelValues(kind.String()).Inc()
-	case Conflict:
+	case hqdb.Conflict:
 		m.conflicts.Inc()
 	}
 }
@@ -125,7 +126,7 @@ func sum(v *prometheus.CounterVec) float64 {
 
 // storeCollector reports per-store figures read from the database.
 type storeCollector struct {
-	store Store
+	store hqdb.Store
 	log   *slog.Logger
 }
 
@@ -190,7 +191,7 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // collectFleetEntry sends one store's fleet gauges.
-func collectFleetEntry(ch chan<- prometheus.Metric, e StoreEntry, now time.Time) {
+func collectFleetEntry(ch chan<- prometheus.Metric, e hqdb.StoreEntry, now time.Time) {
 	g := func(d *prometheus.Desc, v float64) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, e.StoreID)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/internal/businessday"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -53,39 +54,39 @@ const maxBodyBytes = 1 << 20
 // "<prefix>.<store>.stock" a stock adjustment. schema is the
 // Posedge-Schema header ("" is taken as 1). A message that can never be
 // stored returns a *RejectError.
-func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time) (Msg, error) {
+func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time) (hqdb.Msg, error) {
 	rest, ok := strings.CutPrefix(subject, prefix+".")
 	if !ok {
-		return Msg{}, reject(reasonSubject, "subject %q is not below %s.", subject, prefix)
+		return hqdb.Msg{}, reject(reasonSubject, "subject %q is not below %s.", subject, prefix)
 	}
 	if schema != "" && schema != wire.SchemaV1 {
-		return Msg{}, reject(reasonSchema, "%s %q not supported (this posedge-hq reads %s)", wire.HeaderSchema, schema, wire.SchemaV1)
+		return hqdb.Msg{}, reject(reasonSchema, "%s %q not supported (this posedge-hq reads %s)", wire.HeaderSchema, schema, wire.SchemaV1)
 	}
 	if len(body) > maxBodyBytes {
-		return Msg{}, reject(reasonTooLarge, "body of %d bytes", len(body))
+		return hqdb.Msg{}, reject(reasonTooLarge, "body of %d bytes", len(body))
 	}
 	toks := strings.Split(rest, ".")
 	storeID := toks[0]
 	if !storeIDPattern.MatchString(storeID) {
-		return Msg{}, reject(reasonSubject, "subject %q: store ID must be 1-32 of [A-Za-z0-9_-]", subject)
+		return hqdb.Msg{}, reject(reasonSubject, "subject %q: store ID must be 1-32 of [A-Za-z0-9_-]", subject)
 	}
-	m := Msg{StoreID: storeID, Body: body, ReceivedAt: receivedAt.UTC()}
+	m := hqdb.Msg{StoreID: storeID, Body: body, ReceivedAt: receivedAt.UTC()}
 	switch {
 	case len(toks) == 1:
-		m.Kind = KindTxn
+		m.Kind = hqdb.KindTxn
 		t, err := wire.ParseTxn(body)
 		if err != nil {
-			return Msg{}, &RejectError{Reason: reasonInvalid, Err: err}
+			return hqdb.Msg{}, &RejectError{Reason: reasonInvalid, Err: err}
 		}
 		if t.StoreID != storeID {
-			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", t.StoreID, subject)
+			return hqdb.Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", t.StoreID, subject)
 		}
 		if !flowNoPattern.MatchString(t.FlowNo) {
-			return Msg{}, reject(reasonInvalid, "flow_no %q is not 1-32 digits", t.FlowNo)
+			return hqdb.Msg{}, reject(reasonInvalid, "flow_no %q is not 1-32 digits", t.FlowNo)
 		}
 		created, err := time.Parse(time.RFC3339Nano, t.CreatedAt)
 		if err != nil {
-			return Msg{}, reject(reasonInvalid, "created_at %q is not RFC 3339", t.CreatedAt)
+			return hqdb.Msg{}, reject(reasonInvalid, "created_at %q is not RFC 3339", t.CreatedAt)
 		}
 		// The business day is the date written in occurred_at (the
 		// moment of the sale at the till; batch uploads count on it),
@@ -94,19 +95,19 @@ func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time
 		if t.OccurredAt != "" {
 			occ, err := time.Parse(time.RFC3339Nano, t.OccurredAt)
 			if err != nil {
-				return Msg{}, reject(reasonInvalid, "occurred_at %q is not RFC 3339", t.OccurredAt)
+				return hqdb.Msg{}, reject(reasonInvalid, "occurred_at %q is not RFC 3339", t.OccurredAt)
 			}
 			day = occ
 		}
 		m.Txn, m.CreatedAt, m.Day = t, created.UTC(), businessday.Written(day)
 	case len(toks) == 2 && toks[1] == "manifest":
-		m.Kind = KindManifest
+		m.Kind = hqdb.KindManifest
 		if err := strictJSON(body, &m.Manifest); err != nil {
-			return Msg{}, err
+			return hqdb.Msg{}, err
 		}
 		mf := m.Manifest
 		if mf.StoreID != storeID {
-			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", mf.StoreID, subject)
+			return hqdb.Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", mf.StoreID, subject)
 		}
 		var bad []string
 		if !storeIDPattern.MatchString(mf.TerminalID) {
@@ -119,26 +120,26 @@ func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time
 			bad = append(bad, "counts")
 		}
 		if len(bad) > 0 {
-			return Msg{}, reject(reasonInvalid, "manifest: bad or missing %s", strings.Join(bad, ", "))
+			return hqdb.Msg{}, reject(reasonInvalid, "manifest: bad or missing %s", strings.Join(bad, ", "))
 		}
 		m.SentAt = sentAt(mf.SentAt, receivedAt)
 	case len(toks) == 2 && toks[1] == "heartbeat":
-		m.Kind = KindHeartbeat
+		m.Kind = hqdb.KindHeartbeat
 		if err := strictJSON(body, &m.Heartbeat); err != nil {
-			return Msg{}, err
+			return hqdb.Msg{}, err
 		}
 		if m.Heartbeat.StoreID != storeID {
-			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", m.Heartbeat.StoreID, subject)
+			return hqdb.Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", m.Heartbeat.StoreID, subject)
 		}
 		m.SentAt = sentAt(m.Heartbeat.SentAt, receivedAt)
 	case len(toks) == 2 && toks[1] == "stock":
-		m.Kind = KindStockAdjustment
+		m.Kind = hqdb.KindStockAdjustment
 		if err := strictJSON(body, &m.Adjustment); err != nil {
-			return Msg{}, err
+			return hqdb.Msg{}, err
 		}
 		a := m.Adjustment
 		if a.StoreID != storeID {
-			return Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", a.StoreID, subject)
+			return hqdb.Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", a.StoreID, subject)
 		}
 		created, err := time.Parse(time.RFC3339Nano, a.CreatedAt)
 		var bad []string
@@ -158,11 +159,11 @@ func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time
 			bad = append(bad, "created_at")
 		}
 		if len(bad) > 0 {
-			return Msg{}, reject(reasonInvalid, "stock adjustment: bad or missing %s", strings.Join(bad, ", "))
+			return hqdb.Msg{}, reject(reasonInvalid, "stock adjustment: bad or missing %s", strings.Join(bad, ", "))
 		}
 		m.CreatedAt = created.UTC()
 	default:
-		return Msg{}, reject(reasonSubject, "unknown subject %q", subject)
+		return hqdb.Msg{}, reject(reasonSubject, "unknown subject %q", subject)
 	}
 	return m, nil
 }
@@ -187,27 +188,16 @@ func sentAt(s string, receivedAt time.Time) time.Time {
 	return receivedAt.UTC()
 }
 
-// Quarantine reasons, the label of posedge_hq_quarantined_total.
-const (
-	// QuarantineAmount: a price, a line (qty × price_cents) or the total
-	// above max_sale_cents, a quantity that is not positive, or lines that
-	// do not sum to the total.
-	QuarantineAmount = "amount"
-	// QuarantineDayOverflow: storing the transaction would carry its
-	// terminal's day totals past what a 64-bit integer holds.
-	QuarantineDayOverflow = "day_total_overflow"
-)
-
 // Screen checks the money of a decoded transaction against maxCents and
 // marks one HQ must not count (m.Quarantine): InsertBatch then keeps it in
 // the quarantine table, and the receiver acknowledges it, so it never
 // blocks the messages behind it.
-func Screen(m *Msg, maxCents int64) {
-	if m.Kind != KindTxn {
+func Screen(m *hqdb.Msg, maxCents int64) {
+	if m.Kind != hqdb.KindTxn {
 		return
 	}
 	if err := wire.CheckAmounts(m.Txn.Lines, m.Txn.TotalCents, maxCents); err != nil {
-		m.Quarantine, m.QuarantineDetail = QuarantineAmount, err.Error()
+		m.Quarantine, m.QuarantineDetail = hqdb.QuarantineAmount, err.Error()
 	}
 }
 
@@ -224,8 +214,8 @@ func isReject(err error) bool {
 // sale; refused here it is never stored, and the store, which counts a
 // row delivered only once HQ confirms it (docs/security.md), sends the
 // real one again. A missing ID is refused too: the edge always sets it.
-func CheckMsgID(m Msg, msgID string) error {
-	if m.Kind != KindTxn {
+func CheckMsgID(m hqdb.Msg, msgID string) error {
+	if m.Kind != hqdb.KindTxn {
 		return nil
 	}
 	if want := wire.MsgID(m.StoreID, m.Txn.FlowNo); msgID != want {

@@ -11,6 +11,7 @@ import (
 	"github.com/posedge/posedge/internal/chainsim"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 // TestReplaySurvivesNATSKilled: HQ's single JetStream server is
@@ -33,7 +34,7 @@ func TestReplaySurvivesNATSKilled(t *testing.T) {
 	c.HQ = append(c.HQ, c.newHQ(0, srv.URL()))
 	c.StartHQ(0)
 	var err error
-	if c.store, err = hq.OpenStore(ctx, c.DB, hq.StoreOptions{}); err != nil {
+	if c.store, err = hq.OpenStore(ctx, c.DB, hqdb.StoreOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.store.Close() })

@@ -9,7 +9,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
+	"github.com/posedge/posedge/sync/hqdb/sqlite"
 )
 
 // posedge-hq's SQLite database is created 0600 whatever the umask (issue
@@ -18,7 +19,7 @@ func TestSQLiteFileIsPrivate(t *testing.T) {
 	old := syscall.Umask(0o022)
 	defer syscall.Umask(old)
 	path := filepath.Join(t.TempDir(), "hq.db")
-	s, err := hq.OpenSQLite(context.Background(), path, hq.StoreOptions{})
+	s, err := sqlite.Open(context.Background(), path, hqdb.StoreOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 // path, with the same outcomes as SQLite's (TestStore checks those).
 func TestPostgresOneRoundTrip(t *testing.T) {
 	pg := testenv.StartPostgres(t)
-	s := openStore(t, pg.NewDatabase(t), hq.StoreOptions{})
+	s := openStore(t, pg.NewDatabase(t), hqdb.StoreOptions{})
 	a := sale{store: "S001", flow: "1", cents: 700}
 	b := sale{store: "S001", flow: "2", cents: 300, kind: "refund"}
 	c := sale{store: "S002", flow: "1", cents: 500, terminal: "T02"}
@@ -27,28 +28,28 @@ func TestPostgresOneRoundTrip(t *testing.T) {
 	hq.Screen(&screened, 999)
 	steps := []struct {
 		name    string
-		msgs    []hq.Msg
-		want    []hq.Outcome
+		msgs    []hqdb.Msg
+		want    []hqdb.Outcome
 		careful int64 // careful batches so far
 	}{
 		{"new sales, a refund, a manifest, a heartbeat",
-			[]hq.Msg{a.msg(t, t0), b.msg(t, t0), c.msg(t, t0), mf, hb},
-			[]hq.Outcome{hq.Inserted, hq.Inserted, hq.Inserted, hq.Inserted, hq.Inserted}, 0},
+			[]hqdb.Msg{a.msg(t, t0), b.msg(t, t0), c.msg(t, t0), mf, hb},
+			[]hqdb.Outcome{hqdb.Inserted, hqdb.Inserted, hqdb.Inserted, hqdb.Inserted, hqdb.Inserted}, 0},
 		{"redelivered, and repeated inside the batch",
-			[]hq.Msg{a.msg(t, t0.Add(time.Minute)), a.msg(t, t0.Add(time.Minute)), c.msg(t, t0)},
-			[]hq.Outcome{hq.Duplicate, hq.Duplicate, hq.Duplicate}, 0},
+			[]hqdb.Msg{a.msg(t, t0.Add(time.Minute)), a.msg(t, t0.Add(time.Minute)), c.msg(t, t0)},
+			[]hqdb.Outcome{hqdb.Duplicate, hqdb.Duplicate, hqdb.Duplicate}, 0},
 		{"a conflict",
-			[]hq.Msg{sale{store: "S001", flow: "1", cents: 701}.msg(t, t0), sale{store: "S001", flow: "3", cents: 1}.msg(t, t0)},
-			[]hq.Outcome{hq.Conflict, hq.Inserted}, 1},
+			[]hqdb.Msg{sale{store: "S001", flow: "1", cents: 701}.msg(t, t0), sale{store: "S001", flow: "3", cents: 1}.msg(t, t0)},
+			[]hqdb.Outcome{hqdb.Conflict, hqdb.Inserted}, 1},
 		{"a day total near 2^63-1",
-			[]hq.Msg{sale{store: "S009", flow: "1", terminal: "T09", cents: math.MaxInt64 - 1}.msg(t, t0)},
-			[]hq.Outcome{hq.Inserted}, 1},
+			[]hqdb.Msg{sale{store: "S009", flow: "1", terminal: "T09", cents: math.MaxInt64 - 1}.msg(t, t0)},
+			[]hqdb.Outcome{hqdb.Inserted}, 1},
 		{"a sale that would carry it past (found by the statement)",
-			[]hq.Msg{sale{store: "S009", flow: "2", terminal: "T09", cents: 2}.msg(t, t0), sale{store: "S009", flow: "3", terminal: "T08", cents: 2}.msg(t, t0)},
-			[]hq.Outcome{hq.Quarantined, hq.Inserted}, 2},
+			[]hqdb.Msg{sale{store: "S009", flow: "2", terminal: "T09", cents: 2}.msg(t, t0), sale{store: "S009", flow: "3", terminal: "T08", cents: 2}.msg(t, t0)},
+			[]hqdb.Outcome{hqdb.Quarantined, hqdb.Inserted}, 2},
 		{"a sale Screen quarantined",
-			[]hq.Msg{screened},
-			[]hq.Outcome{hq.Quarantined}, 3},
+			[]hqdb.Msg{screened},
+			[]hqdb.Outcome{hqdb.Quarantined}, 3},
 	}
 	for _, st := range steps {
 		wantOutcomes(t, insert(t, s, st.msgs...), st.want...)
@@ -69,7 +70,7 @@ func TestPostgresOneRoundTrip(t *testing.T) {
 	}
 	// The manifest says 1 sale of 700 cents; stored are the sales 1 and
 	// 3 (701 was a conflict, not counted) and the refund.
-	if len(rep.Incomplete) != 1 || rep.Incomplete[0].Stored != (hq.Totals{Sales: 2, SalesCents: 701, Refunds: 1, RefundCents: 300}) {
+	if len(rep.Incomplete) != 1 || rep.Incomplete[0].Stored != (hqdb.Totals{Sales: 2, SalesCents: 701, Refunds: 1, RefundCents: 300}) {
 		t.Fatalf("completeness = %+v", rep.Incomplete)
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -51,16 +52,16 @@ func TestScreenQuarantinesMoneyHQMustNotCount(t *testing.T) {
 		{"a sale within the bound", txnBody("1", 700, [2]int64{2, 200}, [2]int64{1, 300}), ""},
 		{"a total of exactly max_sale_cents", txnBody("1", max, [2]int64{1, max}), ""},
 		{"no lines, nothing to pay", txnBody("1", 0), ""},
-		{"lines that wrap 64 bits to the total", txnBody("1", 5000100, wrappingLines()...), hq.QuarantineAmount},
-		{"a product above int64", txnBody("1", 0, [2]int64{math.MaxInt64, 2}), hq.QuarantineAmount},
-		{"a price above the bound", txnBody("1", max+1, [2]int64{1, max + 1}), hq.QuarantineAmount},
-		{"a line above the bound", txnBody("1", 2*(max/2+1), [2]int64{2, max/2 + 1}), hq.QuarantineAmount},
-		{"a total above the bound", txnBody("1", max+1, [2]int64{1, max}, [2]int64{1, 1}), hq.QuarantineAmount},
-		{"lines not summing to the total", txnBody("1", 701, [2]int64{1, 700}), hq.QuarantineAmount},
-		{"a total without lines", txnBody("1", 700), hq.QuarantineAmount},
-		{"a zero quantity", txnBody("1", 0, [2]int64{0, 700}), hq.QuarantineAmount},
-		{"a negative quantity", txnBody("1", 0, [2]int64{-1, 700}, [2]int64{1, 700}), hq.QuarantineAmount},
-		{"a negative price", txnBody("1", 0, [2]int64{1, -700}, [2]int64{1, 700}), hq.QuarantineAmount},
+		{"lines that wrap 64 bits to the total", txnBody("1", 5000100, wrappingLines()...), hqdb.QuarantineAmount},
+		{"a product above int64", txnBody("1", 0, [2]int64{math.MaxInt64, 2}), hqdb.QuarantineAmount},
+		{"a price above the bound", txnBody("1", max+1, [2]int64{1, max + 1}), hqdb.QuarantineAmount},
+		{"a line above the bound", txnBody("1", 2*(max/2+1), [2]int64{2, max/2 + 1}), hqdb.QuarantineAmount},
+		{"a total above the bound", txnBody("1", max+1, [2]int64{1, max}, [2]int64{1, 1}), hqdb.QuarantineAmount},
+		{"lines not summing to the total", txnBody("1", 701, [2]int64{1, 700}), hqdb.QuarantineAmount},
+		{"a total without lines", txnBody("1", 700), hqdb.QuarantineAmount},
+		{"a zero quantity", txnBody("1", 0, [2]int64{0, 700}), hqdb.QuarantineAmount},
+		{"a negative quantity", txnBody("1", 0, [2]int64{-1, 700}, [2]int64{1, 700}), hqdb.QuarantineAmount},
+		{"a negative price", txnBody("1", 0, [2]int64{1, -700}, [2]int64{1, 700}), hqdb.QuarantineAmount},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,28 +111,28 @@ func TestDecodeMsgRefusesAmbiguousKeys(t *testing.T) {
 // that would carry a day's totals past int64, goes to the quarantine
 // table; the day totals stay exact integers up to the last cent.
 func testQuarantine(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	ctx := context.Background()
 	const big = math.MaxInt64 - 807
 	a := sale{store: "S001", flow: "1", terminal: "T01", cents: big}
 	b := sale{store: "S001", flow: "2", terminal: "T01", cents: 807}
 	c := sale{store: "S001", flow: "3", terminal: "T01", cents: 1}
 	d := sale{store: "S001", flow: "4", terminal: "T02", cents: 1}
-	wantOutcomes(t, insert(t, s, a.msg(t, t0)), hq.Inserted)
+	wantOutcomes(t, insert(t, s, a.msg(t, t0)), hqdb.Inserted)
 	wantOutcomes(t, insert(t, s, b.msg(t, t0), c.msg(t, t0), d.msg(t, t0), c.msg(t, t0)),
-		hq.Inserted, hq.Quarantined, hq.Inserted, hq.Duplicate)
+		hqdb.Inserted, hqdb.Quarantined, hqdb.Inserted, hqdb.Duplicate)
 	// Within one batch too: the batch's own sum is checked.
 	e := sale{store: "S001", flow: "5", terminal: "T03", cents: big}
 	f := sale{store: "S001", flow: "6", terminal: "T03", cents: 808}
-	wantOutcomes(t, insert(t, s, e.msg(t, t0), f.msg(t, t0)), hq.Inserted, hq.Quarantined)
+	wantOutcomes(t, insert(t, s, e.msg(t, t0), f.msg(t, t0)), hqdb.Inserted, hqdb.Quarantined)
 	// Refunds have totals of their own.
 	r := sale{store: "S001", flow: "7", terminal: "T01", cents: math.MaxInt64, kind: "refund"}
-	wantOutcomes(t, insert(t, s, r.msg(t, t0)), hq.Inserted)
+	wantOutcomes(t, insert(t, s, r.msg(t, t0)), hqdb.Inserted)
 
 	// Marked by Screen: never stored, whatever the day holds.
 	g := sale{store: "S001", flow: "8", terminal: "T04", cents: 1000}.msg(t, t0)
 	hq.Screen(&g, 999)
-	wantOutcomes(t, insert(t, s, g), hq.Quarantined)
+	wantOutcomes(t, insert(t, s, g), hqdb.Quarantined)
 
 	qs, err := s.Quarantined(ctx, "S001")
 	if err != nil {
@@ -151,7 +152,7 @@ func testQuarantine(t *testing.T, open opener) {
 		t.Fatalf("quarantined %v, want %v", got, want)
 	}
 	for _, flow := range []string{"3", "6", "8"} {
-		if _, err := s.Transaction(ctx, "S001", flow); !errors.Is(err, hq.ErrNotFound) {
+		if _, err := s.Transaction(ctx, "S001", flow); !errors.Is(err, hqdb.ErrNotFound) {
 			t.Errorf("quarantined flow %s is stored: %v", flow, err)
 		}
 	}
@@ -202,7 +203,7 @@ func TestReceiverQuarantinesAndGoesOn(t *testing.T) {
 			}
 			defer resp.Body.Close()
 			var got struct {
-				Quarantined []hq.StoredQuarantine `json:"quarantined"`
+				Quarantined []hqdb.StoredQuarantine `json:"quarantined"`
 			}
 			if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || resp.StatusCode != http.StatusOK {
 				t.Fatalf("GET quarantine: %d %v", resp.StatusCode, err)

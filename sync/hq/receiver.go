@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -46,7 +47,7 @@ const (
 // with NewReceiver and call Run.
 type Receiver struct {
 	cfg     Config
-	store   Store
+	store   hqdb.Store
 	metrics *Metrics
 	log     *slog.Logger
 	name    string // NATS connection name
@@ -61,7 +62,7 @@ type Receiver struct {
 
 // NewReceiver returns a receiver storing into store. name tells the
 // process apart in NATS monitoring ("" is "posedge-hq").
-func NewReceiver(cfg Config, store Store, metrics *Metrics, log *slog.Logger, name string) *Receiver {
+func NewReceiver(cfg Config, store hqdb.Store, metrics *Metrics, log *slog.Logger, name string) *Receiver {
 	if name == "" {
 		name = "posedge-hq"
 	}
@@ -386,7 +387,7 @@ func (r *Receiver) consume(ctx context.Context, cons jetstream.Consumer) error {
 // decoded is one batch pulled from the stream and decoded; the
 // messages that could never be stored are already terminated.
 type decoded struct {
-	msgs []Msg
+	msgs []hqdb.Msg
 	jms  []jetstream.Msg
 }
 
@@ -439,19 +440,14 @@ func (r *Receiver) collect(ctx context.Context, it jetstream.MessagesContext) ([
 // decode decodes a batch, terminating what can never be stored.
 func (r *Receiver) decode(batch []jetstream.Msg) decoded {
 	now := time.Now()
-	b := decoded{msgs: make([]Msg, 0, len(batch)), jms: make([]jetstream.Msg, 0, len(batch))}
-	for _, jm := range batch {
-		m, err := DecodeMsg(r.cfg.SubjectPrefix, jm.Subject(), jm.Headers().Get(wire.HeaderSchema), jm.Data(), now)
-		if err == nil {
-			err = CheckMsgID(m, jm.Headers().Get(wire.HeaderMsgID))
-		}
-		if err != nil {
-			r.terminate(jm, err)
+	b := decoded{msgs: make([]hqdb.Msg, 0, len(batch)), jms: make([]jetstream.Msg, 0, len(batch))}
+	for i, d := range decodeBatch(batch, r.cfg.SubjectPrefix, r.cfg.MaxSaleCents, now) {
+		if d.err != nil {
+			r.terminate(batch[i], d.err)
 			continue
 		}
-		Screen(&m, r.cfg.MaxSaleCents)
-		b.msgs = append(b.msgs, m)
-		b.jms = append(b.jms, jm)
+		b.msgs = append(b.msgs, d.msg)
+		b.jms = append(b.jms, batch[i])
 	}
 	return b
 }
@@ -479,16 +475,16 @@ func (r *Receiver) store1(ctx context.Context, b decoded) {
 }
 
 // done counts, logs and acks one stored message.
-func (r *Receiver) done(jm jetstream.Msg, m *Msg, o Outcome) {
+func (r *Receiver) done(jm jetstream.Msg, m *hqdb.Msg, o hqdb.Outcome) {
 	r.metrics.outcome(m.Kind, o)
-	if o == Conflict {
+	if o == hqdb.Conflict {
 		r.log.Warn("conflict: a different transaction is stored under this flow number; kept in the conflicts table",
 			"store_id", m.StoreID, "flow_no", m.Txn.FlowNo, "terminal_id", m.Txn.TerminalID)
 	}
-	if o == Quarantined {
+	if o == hqdb.Quarantined {
 		reason, detail := m.Quarantine, m.QuarantineDetail
 		if reason == "" { // InsertBatch found the day totals full
-			reason, detail = QuarantineDayOverflow, dayOverflowDetail(m)
+			reason, detail = hqdb.QuarantineDayOverflow, hqdb.DayOverflowDetail(m)
 		}
 		r.metrics.quarantined.WithLabelValues(reason).Inc()
 		r.log.Error("transaction quarantined: kept in the quarantine table, neither stored nor counted (GET /v1/stores/{store_id}/quarantine)",
@@ -502,7 +498,7 @@ func (r *Receiver) done(jm jetstream.Msg, m *Msg, o Outcome) {
 
 // storeEach stores a failed batch message by message, so that one
 // message the database refuses cannot hold back the others.
-func (r *Receiver) storeEach(ctx context.Context, msgs []Msg, batch []jetstream.Msg) {
+func (r *Receiver) storeEach(ctx context.Context, msgs []hqdb.Msg, batch []jetstream.Msg) {
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	perr := r.store.Ping(pctx)
 	cancel()

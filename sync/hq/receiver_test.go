@@ -20,6 +20,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -44,7 +45,7 @@ func testConfig(natsURL, dsn string) hq.Config {
 // runningHQ is a Receiver run in the test process.
 type runningHQ struct {
 	recv    *hq.Receiver
-	store   hq.Store
+	store   hqdb.Store
 	metrics *hq.Metrics
 	stop    func()
 }
@@ -52,7 +53,7 @@ type runningHQ struct {
 func startReceiver(t *testing.T, cfg hq.Config, name string) *runningHQ {
 	t.Helper()
 	log := testLogger(t).With("hq", name)
-	store := openStore(t, cfg.Database, hq.StoreOptions{SilentAfter: cfg.SilentAfter, Logger: log})
+	store := openStore(t, cfg.Database, hqdb.StoreOptions{SilentAfter: cfg.SilentAfter, Logger: log})
 	m := hq.NewMetrics(store, "test", log)
 	recv := hq.NewReceiver(cfg, store, m, log, name)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -113,7 +114,7 @@ func publish(t testing.TB, js jetstream.JetStream, m *nats.Msg) *jetstream.PubAc
 	return ack
 }
 
-func count(t testing.TB, s hq.Store, store string) int64 {
+func count(t testing.TB, s hqdb.Store, store string) int64 {
 	w, err := s.Watermark(context.Background(), store)
 	if err != nil {
 		t.Fatalf("watermark: %v", err)
@@ -345,7 +346,7 @@ func TestReceiverNATSOutage(t *testing.T) {
 	n.Stop()
 	cfg := testConfig(n.URL(), "sqlite://"+t.TempDir()+"/hq.db")
 	log := testLogger(t)
-	store := openStore(t, cfg.Database, hq.StoreOptions{Logger: log})
+	store := openStore(t, cfg.Database, hqdb.StoreOptions{Logger: log})
 	m := hq.NewMetrics(store, "test", log)
 	recv := hq.NewReceiver(cfg, store, m, log, "")
 	admin := httptest.NewServer(hq.NewAdminHandler(store, recv, m, log))
@@ -452,7 +453,7 @@ func TestAdmin(t *testing.T) {
 	get("/v1/stores/bad%20id/watermark", http.StatusBadRequest, nil)
 	get("/nope", http.StatusNotFound, nil)
 
-	var rep hq.Report
+	var rep hqdb.Report
 	get("/v1/completeness", http.StatusOK, &rep)
 	if len(rep.Incomplete) != 1 || rep.Incomplete[0].Manifest.Sales != 4 || rep.Incomplete[0].Stored.Sales != 3 {
 		t.Fatalf("completeness = %+v", rep)
@@ -476,7 +477,7 @@ func TestAdmin(t *testing.T) {
 // faultyStore is a real Store that refuses batches while failBatches is
 // positive, and always refuses any batch holding the poison flow number.
 type faultyStore struct {
-	hq.Store
+	hqdb.Store
 	mu          sync.Mutex
 	failBatches int
 	poison      string
@@ -484,7 +485,7 @@ type faultyStore struct {
 
 var errInjected = errors.New("injected database failure")
 
-func (f *faultyStore) InsertBatch(ctx context.Context, msgs []hq.Msg) ([]hq.Outcome, error) {
+func (f *faultyStore) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, error) {
 	f.mu.Lock()
 	fail := f.failBatches > 0
 	if fail {
@@ -495,7 +496,7 @@ func (f *faultyStore) InsertBatch(ctx context.Context, msgs []hq.Msg) ([]hq.Outc
 		return nil, errInjected
 	}
 	for _, m := range msgs {
-		if m.Kind == hq.KindTxn && m.Txn.FlowNo == f.poison {
+		if m.Kind == hqdb.KindTxn && m.Txn.FlowNo == f.poison {
 			return nil, errInjected
 		}
 	}
@@ -510,7 +511,7 @@ func TestReceiverDatabaseRefuses(t *testing.T) {
 	cfg := testConfig(n.URL(), "sqlite://"+t.TempDir()+"/hq.db")
 	cfg.AckWait = 2 * time.Second
 	log := testLogger(t)
-	real := openStore(t, cfg.Database, hq.StoreOptions{Logger: log})
+	real := openStore(t, cfg.Database, hqdb.StoreOptions{Logger: log})
 	store := &faultyStore{Store: real, failBatches: 3, poison: "13"}
 	m := hq.NewMetrics(store, "test", log)
 	recv := hq.NewReceiver(cfg, store, m, log, "")

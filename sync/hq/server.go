@@ -13,6 +13,7 @@ import (
 
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 // Server is a posedge-hq process: its database, the receiver and the
@@ -34,7 +35,7 @@ func NewServer(cfg Config, log *slog.Logger, version string) *Server {
 func (s *Server) Run(ctx context.Context) error {
 	s.log.Info("posedge-hq starting", "version", s.version, "nats_url", natsurl.Redact(s.cfg.NATSURL), "stream", s.cfg.Stream,
 		"subject_prefix", s.cfg.SubjectPrefix, "catalog_bucket", s.cfg.CatalogBucket, "database", redactURL(s.cfg.Database), "admin_listen", s.cfg.AdminListen)
-	store, err := OpenStore(ctx, s.cfg.Database, StoreOptions{SilentAfter: s.cfg.SilentAfter, Logger: s.log})
+	store, err := OpenStore(ctx, s.cfg.Database, hqdb.StoreOptions{SilentAfter: s.cfg.SilentAfter, Logger: s.log})
 	if err != nil {
 		return fmt.Errorf("open database: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -38,7 +39,7 @@ func backends(t *testing.T) []backend {
 	}
 }
 
-func openStore(t *testing.T, dsn string, opts hq.StoreOptions) hq.Store {
+func openStore(t *testing.T, dsn string, opts hqdb.StoreOptions) hqdb.Store {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -62,7 +63,7 @@ func TestStore(t *testing.T) {
 	}
 	for _, impl := range impls {
 		t.Run(impl.name, func(t *testing.T) {
-			open := func(t *testing.T, opts hq.StoreOptions) (hq.Store, string) {
+			open := func(t *testing.T, opts hqdb.StoreOptions) (hqdb.Store, string) {
 				dsn := impl.dsn(t)
 				return openStore(t, dsn, opts), dsn
 			}
@@ -82,7 +83,7 @@ func TestStore(t *testing.T) {
 	}
 }
 
-type opener func(t *testing.T, opts hq.StoreOptions) (hq.Store, string)
+type opener func(t *testing.T, opts hqdb.StoreOptions) (hqdb.Store, string)
 
 var t0 = time.Date(2026, 5, 20, 10, 0, 0, 0, time.UTC)
 
@@ -116,7 +117,7 @@ func (s sale) body() []byte {
 	return b
 }
 
-func (s sale) msg(t testing.TB, received time.Time) hq.Msg {
+func (s sale) msg(t testing.TB, received time.Time) hqdb.Msg {
 	t.Helper()
 	m, err := hq.DecodeMsg(wire.DefaultSubjectPrefix, wire.TxnSubject(wire.DefaultSubjectPrefix, s.store), wire.SchemaV1, s.body(), received)
 	if err != nil {
@@ -125,7 +126,7 @@ func (s sale) msg(t testing.TB, received time.Time) hq.Msg {
 	return m
 }
 
-func manifestMsg(t testing.TB, mf wire.Manifest, received time.Time) hq.Msg {
+func manifestMsg(t testing.TB, mf wire.Manifest, received time.Time) hqdb.Msg {
 	t.Helper()
 	b, _ := json.Marshal(mf)
 	m, err := hq.DecodeMsg(wire.DefaultSubjectPrefix, wire.ManifestSubject(wire.DefaultSubjectPrefix, mf.StoreID), "", b, received)
@@ -135,7 +136,7 @@ func manifestMsg(t testing.TB, mf wire.Manifest, received time.Time) hq.Msg {
 	return m
 }
 
-func heartbeatMsg(t testing.TB, hb wire.Heartbeat, received time.Time) hq.Msg {
+func heartbeatMsg(t testing.TB, hb wire.Heartbeat, received time.Time) hqdb.Msg {
 	t.Helper()
 	b, _ := json.Marshal(hb)
 	m, err := hq.DecodeMsg(wire.DefaultSubjectPrefix, wire.HeartbeatSubject(wire.DefaultSubjectPrefix, hb.StoreID), "", b, received)
@@ -145,7 +146,7 @@ func heartbeatMsg(t testing.TB, hb wire.Heartbeat, received time.Time) hq.Msg {
 	return m
 }
 
-func insert(t *testing.T, s hq.Store, msgs ...hq.Msg) []hq.Outcome {
+func insert(t *testing.T, s hqdb.Store, msgs ...hqdb.Msg) []hqdb.Outcome {
 	t.Helper()
 	out, err := s.InsertBatch(context.Background(), msgs)
 	if err != nil {
@@ -157,14 +158,14 @@ func insert(t *testing.T, s hq.Store, msgs ...hq.Msg) []hq.Outcome {
 	return out
 }
 
-func wantOutcomes(t *testing.T, got []hq.Outcome, want ...hq.Outcome) {
+func wantOutcomes(t *testing.T, got []hqdb.Outcome, want ...hqdb.Outcome) {
 	t.Helper()
 	if !slices.Equal(got, want) {
 		t.Fatalf("outcomes = %v, want %v", got, want)
 	}
 }
 
-func watermark(t *testing.T, s hq.Store, store string) hq.Watermark {
+func watermark(t *testing.T, s hqdb.Store, store string) hqdb.Watermark {
 	t.Helper()
 	w, err := s.Watermark(context.Background(), store)
 	if err != nil {
@@ -174,15 +175,15 @@ func watermark(t *testing.T, s hq.Store, store string) hq.Watermark {
 }
 
 func testInsertOnce(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	a := sale{store: "S001", flow: "1", cents: 700}
 	b := sale{store: "S001", flow: "2", cents: 350, kind: "refund"}
-	wantOutcomes(t, insert(t, s, a.msg(t, t0), b.msg(t, t0)), hq.Inserted, hq.Inserted)
+	wantOutcomes(t, insert(t, s, a.msg(t, t0), b.msg(t, t0)), hqdb.Inserted, hqdb.Inserted)
 	got, err := s.Transaction(context.Background(), "S001", "1")
 	if err != nil || string(got) != string(a.body()) {
 		t.Fatalf("Transaction = %s, %v; want the body as received %s", got, err, a.body())
 	}
-	if _, err := s.Transaction(context.Background(), "S001", "3"); !errors.Is(err, hq.ErrNotFound) {
+	if _, err := s.Transaction(context.Background(), "S001", "3"); !errors.Is(err, hqdb.ErrNotFound) {
 		t.Fatalf("Transaction of an unknown flow: %v, want ErrNotFound", err)
 	}
 	if w := watermark(t, s, "S001"); w.Count != 2 || w.MaxFlowNo != "2" {
@@ -191,21 +192,21 @@ func testInsertOnce(t *testing.T, open opener) {
 }
 
 func testDuplicateAnyAge(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	a := sale{store: "S001", flow: "10", cents: 700}
-	wantOutcomes(t, insert(t, s, a.msg(t, t0)), hq.Inserted)
+	wantOutcomes(t, insert(t, s, a.msg(t, t0)), hqdb.Inserted)
 	// A week later, again, and twice within one batch.
 	later := t0.Add(7 * 24 * time.Hour)
 	b := sale{store: "S001", flow: "11", cents: 100}
 	wantOutcomes(t, insert(t, s, a.msg(t, later), b.msg(t, later), b.msg(t, later)),
-		hq.Duplicate, hq.Inserted, hq.Duplicate)
+		hqdb.Duplicate, hqdb.Inserted, hqdb.Duplicate)
 	// The same JSON value written with other key order and spacing is the same body.
 	var v map[string]any
 	json.Unmarshal(a.body(), &v)
 	pretty, _ := json.MarshalIndent(v, "", "  ")
 	m := a.msg(t, later)
 	m.Body = pretty
-	wantOutcomes(t, insert(t, s, m), hq.Duplicate)
+	wantOutcomes(t, insert(t, s, m), hqdb.Duplicate)
 	if w := watermark(t, s, "S001"); w.Count != 2 {
 		t.Fatalf("count = %d after duplicates, want 2", w.Count)
 	}
@@ -215,17 +216,17 @@ func testDuplicateAnyAge(t *testing.T, open opener) {
 }
 
 func testConflict(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	orig := sale{store: "S001", flow: "5", cents: 700}
 	other := sale{store: "S001", flow: "5", cents: 900, terminal: "T02"} // a replaced box reissued flow 5
-	wantOutcomes(t, insert(t, s, orig.msg(t, t0)), hq.Inserted)
-	wantOutcomes(t, insert(t, s, other.msg(t, t0.Add(time.Minute))), hq.Conflict)
+	wantOutcomes(t, insert(t, s, orig.msg(t, t0)), hqdb.Inserted)
+	wantOutcomes(t, insert(t, s, other.msg(t, t0.Add(time.Minute))), hqdb.Conflict)
 	// The same conflicting body again is still a conflict, recorded once;
 	// a conflict and its original inside one batch behave the same.
 	third := sale{store: "S001", flow: "6", cents: 1}
 	thirdOther := sale{store: "S001", flow: "6", cents: 2}
 	wantOutcomes(t, insert(t, s, other.msg(t, t0.Add(2*time.Minute)), third.msg(t, t0), thirdOther.msg(t, t0.Add(3*time.Minute))),
-		hq.Conflict, hq.Inserted, hq.Conflict)
+		hqdb.Conflict, hqdb.Inserted, hqdb.Conflict)
 
 	got, _ := s.Transaction(context.Background(), "S001", "5")
 	if string(got) != string(orig.body()) {
@@ -244,12 +245,12 @@ func testConflict(t *testing.T, open opener) {
 }
 
 func testBatchAtomic(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	good := sale{store: "S001", flow: "1", cents: 700}
 	bad := sale{store: "S001", flow: "2", cents: 1}.msg(t, t0)
 	bad.Kind = 0 // cannot be stored: the whole batch must fail
 	mf := manifestMsg(t, wire.Manifest{StoreID: "S001", TerminalID: "T01", Date: "20260520", Sales: 1}, t0)
-	if _, err := s.InsertBatch(context.Background(), []hq.Msg{good.msg(t, t0), mf, bad}); err == nil {
+	if _, err := s.InsertBatch(context.Background(), []hqdb.Msg{good.msg(t, t0), mf, bad}); err == nil {
 		t.Fatal("InsertBatch with an unstorable message succeeded")
 	}
 	if have, _ := s.Have(context.Background(), "S001", []string{"1", "2"}); len(have) != 0 {
@@ -265,15 +266,15 @@ func testBatchAtomic(t *testing.T, open opener) {
 	// A cancelled context stores nothing either.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := s.InsertBatch(ctx, []hq.Msg{good.msg(t, t0)}); err == nil {
+	if _, err := s.InsertBatch(ctx, []hqdb.Msg{good.msg(t, t0)}); err == nil {
 		t.Fatal("InsertBatch with a cancelled context succeeded")
 	}
-	wantOutcomes(t, insert(t, s, good.msg(t, t0)), hq.Inserted)
+	wantOutcomes(t, insert(t, s, good.msg(t, t0)), hqdb.Inserted)
 }
 
 func testHave(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
-	var msgs []hq.Msg
+	s, _ := open(t, hqdb.StoreOptions{})
+	var msgs []hqdb.Msg
 	var asked []string
 	for i := 1; i <= 1200; i++ {
 		f := fmt.Sprint(i)
@@ -301,14 +302,14 @@ func testHave(t *testing.T, open opener) {
 	// resending it (delivery confirmation) would change nothing.
 	q := sale{store: "S003", flow: "8", terminal: "T04", cents: 1000}.msg(t, t0)
 	hq.Screen(&q, 999)
-	wantOutcomes(t, insert(t, s, q), hq.Quarantined)
+	wantOutcomes(t, insert(t, s, q), hqdb.Quarantined)
 	if have, err := s.Have(context.Background(), "S003", []string{"7", "8"}); err != nil || !slices.Equal(have, []string{"8"}) {
 		t.Fatalf("Have(S003) with flow 8 quarantined = %v, %v", have, err)
 	}
 }
 
 func testWatermark(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	if w := watermark(t, s, "S001"); w.Count != 0 || w.MaxFlowNo != "" || w.StoreID != "S001" {
 		t.Fatalf("watermark of an unknown store = %+v", w)
 	}
@@ -334,7 +335,7 @@ func testWatermark(t *testing.T, open opener) {
 }
 
 func testCompleteness(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{SilentAfter: 5 * time.Minute})
+	s, _ := open(t, hqdb.StoreOptions{SilentAfter: 5 * time.Minute})
 	day := time.Date(2026, 5, 20, 9, 0, 0, 0, time.FixedZone("CEST", 2*3600))
 	insert(t, s,
 		sale{store: "S001", flow: "1", terminal: "T01", cents: 700, created: day}.msg(t, t0),
@@ -360,9 +361,9 @@ func testCompleteness(t *testing.T, open opener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []hq.DayDiff{
-		{StoreID: "S001", TerminalID: "T02", Date: "20260520", Manifest: hq.Totals{Sales: 2, SalesCents: 100}, Stored: hq.Totals{Sales: 1, SalesCents: 50}},
-		{StoreID: "S002", TerminalID: "T03", Date: "20260520", Manifest: hq.Totals{Refunds: 1, RefundCents: 20}},
+	want := []hqdb.DayDiff{
+		{StoreID: "S001", TerminalID: "T02", Date: "20260520", Manifest: hqdb.Totals{Sales: 2, SalesCents: 100}, Stored: hqdb.Totals{Sales: 1, SalesCents: 50}},
+		{StoreID: "S002", TerminalID: "T03", Date: "20260520", Manifest: hqdb.Totals{Refunds: 1, RefundCents: 20}},
 	}
 	if !slices.Equal(rep.Incomplete, want) {
 		t.Fatalf("incomplete = %+v\nwant %+v", rep.Incomplete, want)
@@ -381,15 +382,15 @@ func testCompleteness(t *testing.T, open opener) {
 }
 
 func testNewestWins(t *testing.T, open opener) {
-	s, _ := open(t, hq.StoreOptions{})
+	s, _ := open(t, hqdb.StoreOptions{})
 	mf := wire.Manifest{StoreID: "S001", TerminalID: "T01", Date: "20260520", Sales: 5, SalesCents: 500,
 		SentAt: t0.Add(time.Hour).Format(time.RFC3339)}
 	older := mf
 	older.Sales, older.SentAt = 3, t0.Format(time.RFC3339)
 	hb := wire.Heartbeat{StoreID: "S001", SentAt: t0.Format(time.RFC3339), Backlog: 7}
-	wantOutcomes(t, insert(t, s, manifestMsg(t, mf, t0), heartbeatMsg(t, hb, t0)), hq.Inserted, hq.Inserted)
+	wantOutcomes(t, insert(t, s, manifestMsg(t, mf, t0), heartbeatMsg(t, hb, t0)), hqdb.Inserted, hqdb.Inserted)
 	wantOutcomes(t, insert(t, s, manifestMsg(t, older, t0.Add(2*time.Hour)), heartbeatMsg(t, hb, t0.Add(time.Minute))),
-		hq.Duplicate, hq.Duplicate)
+		hqdb.Duplicate, hqdb.Duplicate)
 	rep, _ := s.Completeness(context.Background(), t0)
 	if len(rep.Incomplete) != 1 || rep.Incomplete[0].Manifest.Sales != 5 {
 		t.Fatalf("an older manifest replaced a newer one: %+v", rep.Incomplete)
@@ -401,12 +402,12 @@ func testNewestWins(t *testing.T, open opener) {
 }
 
 func testReopen(t *testing.T, open opener) {
-	s, dsn := open(t, hq.StoreOptions{})
+	s, dsn := open(t, hqdb.StoreOptions{})
 	insert(t, s, sale{store: "S001", flow: "1", cents: 1}.msg(t, t0))
 	s.Close()
-	s2 := openStore(t, dsn, hq.StoreOptions{})
+	s2 := openStore(t, dsn, hqdb.StoreOptions{})
 	if w := watermark(t, s2, "S001"); w.Count != 1 {
 		t.Fatalf("after reopening: %+v", w)
 	}
-	wantOutcomes(t, insert(t, s2, sale{store: "S001", flow: "1", cents: 1}.msg(t, t0)), hq.Duplicate)
+	wantOutcomes(t, insert(t, s2, sale{store: "S001", flow: "1", cents: 1}.msg(t, t0)), hqdb.Duplicate)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/replay"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -38,7 +39,7 @@ type hqSide struct {
 	cfg  hq.Config
 	log  *slog.Logger
 	stop func()
-	st   hq.Store // while up
+	st   hqdb.Store // while up
 }
 
 func newHQSide(t *testing.T) *hqSide {
@@ -65,7 +66,7 @@ func newHQSideOn(t *testing.T, n *testenv.NATS, url string) *hqSide {
 func (h *hqSide) up() {
 	h.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := hq.OpenStore(ctx, h.cfg.Database, hq.StoreOptions{Logger: h.log})
+	st, err := hq.OpenStore(ctx, h.cfg.Database, hqdb.StoreOptions{Logger: h.log})
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -383,7 +384,7 @@ func TestJetStreamLosingAckedMessagesIsRepaired(t *testing.T) {
 }
 
 // TestForgedMessageIDDoesNotDropAnotherStoresSales: with a leaked
-// credential of store S001 (the per-store permissions of
+// credential of store S001 (the two-account template of
 // docs/security.md), an attacker publishes on S001's own subject under
 // the Nats-Msg-Ids of DEMO01's next flow numbers. DEMO01's sales then
 // get PubAcks with duplicate: true — JetStream dropped them as the
@@ -392,24 +393,15 @@ func TestJetStreamLosingAckedMessagesIsRepaired(t *testing.T) {
 // window has passed) and HQ stores each, body for body.
 func TestForgedMessageIDDoesNotDropAnotherStoresSales(t *testing.T) {
 	const victim, attacker = "DEMO01", "S001"
-	n := testenv.StartNATSWithConfig(t, fmt.Sprintf(`
-accounts {
-  POS {
-    jetstream: enabled
-    users [
-      {user: "hq", password: "pw-hq"}
-      %s
-      %s
-    ]
-  }
-}
-`, testenv.StorePermissions(victim), testenv.StorePermissions(attacker)))
+	// The two-account template of docs/security.md as written there,
+	// with these two stores; posedge-hq runs as its restricted user hq.
+	n := testenv.StartNATSWithConfig(t, testenv.SecurityTemplateFor(t, "../../docs/security.md", victim, attacker))
 	url := func(user, pw string) string { return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", user, pw, n.Port) }
-	h := newHQSideOn(t, n, url("hq", "pw-hq"))
+	h := newHQSideOn(t, n, url("hq", testenv.DocumentedPassword))
 	h.up()
 
 	// The attacker, first: DEMO01's next flow numbers under S001's subject.
-	anc, err := nats.Connect(url(strings.ToLower(attacker), "pw-"+attacker), nats.CustomInboxPrefix(wire.InboxPrefix(attacker)))
+	anc, err := nats.Connect(url(strings.ToLower(attacker), testenv.DocumentedPassword), nats.CustomInboxPrefix(wire.InboxPrefix(attacker)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -430,7 +422,7 @@ accounts {
 	}
 
 	// The victim sells, with its own credential.
-	s := newStoreSide(t, victim, url(strings.ToLower(victim), "pw-"+victim), nil)
+	s := newStoreSide(t, victim, url(strings.ToLower(victim), testenv.DocumentedPassword), nil)
 	flows := s.sell(t, 1, sales)
 	testenv.WaitFor(t, time.Minute, "HQ to hold DEMO01's sales, confirmed", func() bool {
 		ok, _ := delivered(t, h, s, flows)

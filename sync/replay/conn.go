@@ -9,10 +9,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/posedge/posedge/internal/natsurl"
-	"github.com/posedge/posedge/sync/wire"
+	"github.com/posedge/posedge/sync/hqlink"
 )
 
-// link is one NATS connection to HQ and its JetStream context.
+// link is one NATS connection to HQ and its JetStream context; the
+// connection is also handed to the catalog watch through Replayer.Link.
 type link struct {
 	nc *nats.Conn
 	js jetstream.JetStream
@@ -28,6 +29,7 @@ func (r *Replayer) connect(ctx context.Context) (*link, error) {
 		l, err := r.dial()
 		if err == nil {
 			r.nc.Store(l)
+			r.link.Set(l.nc)
 			r.m.connected.Set(1)
 			r.log.Info("connected to HQ", "url", l.nc.ConnectedUrlRedacted())
 			r.signal()
@@ -66,26 +68,15 @@ func (r *Replayer) natsOptions() []nats.Option {
 		l := r.nc.Load()
 		return l != nil && l.nc == nc
 	}
-	opts := []nats.Option{
-		nats.Name("posedge " + r.cfg.StoreID),
-		// Replies (PubAcks, HQ's answers) come to _INBOX.<store>.…, so
-		// that HQ's NATS can allow each store to read its own only
-		// (docs/security.md).
-		nats.CustomInboxPrefix(wire.InboxPrefix(r.cfg.StoreID)),
-		nats.Timeout(5 * time.Second),
-		nats.MaxReconnects(-1),
+	opts := append(hqlink.Options(hqlink.Config{StoreID: r.cfg.StoreID, NATSURL: r.cfg.NATSURL, CredsFile: r.cfg.CredsFile,
+		CAFile: r.cfg.CAFile, CertFile: r.cfg.CertFile, KeyFile: r.cfg.KeyFile}),
 		nats.CustomReconnectDelay(r.reconnectDelay),
-		// No hidden buffer while reconnecting: a publish then fails at
-		// once and its row stays in the journal, the only outbox.
-		nats.ReconnectBufSize(-1),
-		// Notice a silently dead WAN link within about a minute.
-		nats.PingInterval(20 * time.Second),
-		nats.MaxPingsOutstanding(3),
 		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			if !current(nc) {
 				return
 			}
 			r.m.connected.Set(0)
+			r.link.Changed()
 			if err != nil {
 				r.setError(fmt.Errorf("disconnected from HQ: %w", err))
 			}
@@ -99,6 +90,7 @@ func (r *Replayer) natsOptions() []nats.Option {
 			r.rb = nil
 			r.rmu.Unlock()
 			r.m.connected.Set(1)
+			r.link.Changed()
 			r.log.Info("reconnected to HQ", "url", nc.ConnectedUrlRedacted())
 			r.signal()
 		}),
@@ -114,16 +106,7 @@ func (r *Replayer) natsOptions() []nats.Option {
 			}
 			r.log.Warn("NATS error", "subject", subj, "err", err)
 		}),
-	}
-	if r.cfg.CredsFile != "" {
-		opts = append(opts, nats.UserCredentials(r.cfg.CredsFile))
-	}
-	if r.cfg.CAFile != "" {
-		opts = append(opts, nats.RootCAs(r.cfg.CAFile))
-	}
-	if r.cfg.CertFile != "" {
-		opts = append(opts, nats.ClientCert(r.cfg.CertFile, r.cfg.KeyFile))
-	}
+	)
 	return opts
 }
 

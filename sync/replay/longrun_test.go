@@ -18,6 +18,7 @@ import (
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/replay"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -77,7 +78,7 @@ func TestSevenDayOutageDrainsOnceWithinTheSyncPolicy(t *testing.T) {
 	hqCfg := hq.DefaultConfig()
 	hqCfg.NATSURL = nt.URL()
 	hqCfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
-	hqStore, err := hq.OpenStore(ctx, hqCfg.Database, hq.StoreOptions{Logger: log})
+	hqStore, err := hq.OpenStore(ctx, hqCfg.Database, hqdb.StoreOptions{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -55,7 +56,7 @@ func startHQ(t *testing.T, url string) {
 	cfg := hq.DefaultConfig()
 	cfg.NATSURL = url
 	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
-	st, err := hq.OpenStore(context.Background(), cfg.Database, hq.StoreOptions{Logger: log})
+	st, err := hq.OpenStore(context.Background(), cfg.Database, hqdb.StoreOptions{Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,13 +78,14 @@ func startHQ(t *testing.T, url string) {
 // one-account template).
 func TestPerStorePermissions(t *testing.T) {
 	const other = "S002"
-	srv := testenv.StartNATSWithConfig(t, testenv.SecurityTemplate(t, securityDoc))
+	srv := testenv.StartNATSWithConfig(t, testenv.WithOperator(t, testenv.SecurityTemplate(t, securityDoc)))
 	url := func(user string) string {
 		return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", strings.ToLower(user), testenv.DocumentedPassword, srv.Port)
 	}
-	hqURL := url("hq")
-	hnc, hjs := hqConn(t, hqURL)
-	startHQ(t, hqURL)
+	// posedge-hq runs as the documented restricted user hq; the test
+	// looks and sets the catalog up as the operator.
+	startHQ(t, url("hq"))
+	hnc, hjs := hqConn(t, url(testenv.OperatorUser))
 	stream, err := hjs.Stream(context.Background(), wire.DefaultStream)
 	if err != nil {
 		t.Fatal(err)
@@ -203,4 +205,51 @@ func TestPerStorePermissions(t *testing.T) {
 	if _, err := stream.GetLastMsgForSubject(context.Background(), wire.ManifestSubject(wire.DefaultSubjectPrefix, other)); !errors.Is(err, jetstream.ErrMsgNotFound) {
 		t.Errorf("the stream holds a manifest on S002's subject: %v", err)
 	}
+
+	// posedge-hq's own user did all of the above (stream, consumer,
+	// have answers) and no more: as hq, publishing as a store, deleting
+	// or purging the stream or the bucket is refused.
+	msgsBefore := streamMsgs(t, hjs)
+	var herrs asyncErrors
+	hqnc, err := nats.Connect(url("hq"), nats.ErrorHandler(herrs.handler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hqnc.Close()
+	refused := []string{wire.TxnSubject(wire.DefaultSubjectPrefix, store), "$JS.API.STREAM.DELETE." + wire.DefaultStream,
+		"$JS.API.STREAM.PURGE." + wire.DefaultStream, "$JS.API.STREAM.DELETE.KV_POS_CATALOG", "$JS.API.STREAM.CREATE.OTHER"}
+	for _, subj := range refused {
+		if err := hqnc.Publish(subj, []byte(`{}`)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hqnc.Flush()
+	testenv.WaitFor(t, 5*time.Second, "permission violations reported to hq", func() bool {
+		for _, subj := range refused {
+			if !herrs.has(fmt.Sprintf("permissions violation for publish to %q", subj)) {
+				return false
+			}
+		}
+		return true
+	})
+	// (S001's heartbeat may land meanwhile: fewer would be a purge.)
+	if got := streamMsgs(t, hjs); got < msgsBefore {
+		t.Errorf("the stream holds %d messages after hq's refused purge, had %d", got, msgsBefore)
+	}
+	if _, err := hjs.KeyValue(context.Background(), "POS_CATALOG"); err != nil {
+		t.Errorf("the catalog bucket after hq's refused delete: %v", err)
+	}
+}
+
+func streamMsgs(t *testing.T, js jetstream.JetStream) uint64 {
+	t.Helper()
+	st, err := js.Stream(context.Background(), wire.DefaultStream)
+	if err != nil {
+		t.Fatalf("the stream: %v", err)
+	}
+	info, err := st.Info(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Msgs
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/secret"
 	"github.com/posedge/posedge/offline/journal"
+	"github.com/posedge/posedge/sync/hqlink"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -216,6 +217,7 @@ type Replayer struct {
 	wake    chan struct{} // Kick and reconnects: look at the outbox now
 	running atomic.Bool
 	nc      atomic.Pointer[link] // the current connection, nil between connections
+	link    *hqlink.Link         // the same connection, for the catalog watch
 
 	rmu sync.Mutex // reconnect backoff, used by the NATS client's reconnect goroutine
 	rb  *backoff.ExponentialBackOff
@@ -258,9 +260,14 @@ func New(cfg Config, j *journal.Journal, lim Limiter, log *slog.Logger, reg prom
 		cfg: cfg, j: j, lim: lim, log: log.With("component", "replay", "store_id", cfg.StoreID), m: m,
 		subject:   wire.TxnSubject(cfg.SubjectPrefix, cfg.StoreID),
 		wake:      make(chan struct{}, 1),
+		link:      hqlink.New(),
 		manifests: map[string]bool{},
 	}, nil
 }
+
+// Link is the replay's connection to HQ, shared with the store's other
+// users of HQ (the catalog watch): one connection, one set of options.
+func (r *Replayer) Link() *hqlink.Link { return r.link }
 
 // Kick makes the replay look at the outbox at once ("posedge sync now"):
 // it cuts short the idle poll, a retry backoff and, while HQ is
@@ -330,6 +337,7 @@ func (r *Replayer) Run(ctx context.Context) error {
 		}
 		r.replay(ctx, l)
 		r.nc.Store(nil)
+		r.link.Set(nil)
 		l.nc.Close()
 		r.m.connected.Set(0)
 	}

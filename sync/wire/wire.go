@@ -35,6 +35,35 @@ func HeartbeatSubject(prefix, storeID string) string { return prefix + "." + sto
 // HaveSubject is the request subject for a store's "what do you hold" query.
 func HaveSubject(storeID string) string { return HaveSubjectPrefix + "." + storeID }
 
+// CatalogLiveSubject is where the catalog bucket's changes are
+// republished by JetStream (the bucket's RePublish, set by posedge-hq):
+// "posedge.catalog.<bucket>.<key>". Under the two-account template of
+// docs/security.md the stores' account imports this prefix as a stream,
+// so a store reads the changes without any JetStream consumer.
+func CatalogLiveSubject(bucket string) string { return CatalogLivePrefix + "." + bucket }
+
+// CatalogLivePrefix heads CatalogLiveSubject.
+const CatalogLivePrefix = "posedge.catalog"
+
+// CatalogAPISubject is where a store's account without JetStream (the
+// stores' account of docs/security.md's two-account template) imports
+// one of the catalog bucket's two read requests from HQ's account:
+// "posedge.hq.catalog.<bucket>.info" for $JS.API.STREAM.INFO.KV_<bucket>,
+// "posedge.hq.catalog.<bucket>.get" for $JS.API.DIRECT.GET.KV_<bucket>.
+// (In an account without JetStream the server itself answers every
+// $JS.API request with "not enabled", so the imports need names of
+// their own.)
+func CatalogAPISubject(bucket, op string) string { return "posedge.hq.catalog." + bucket + "." + op }
+
+// The operations of CatalogAPISubject.
+const (
+	CatalogAPIInfo = "info"
+	CatalogAPIGet  = "get"
+)
+
+// CatalogStream is the JetStream stream behind a key-value bucket.
+func CatalogStream(bucket string) string { return "KV_" + bucket }
+
 // InboxPrefix is where a store's replies (JetStream acks, HQ's answers)
 // are sent: "_INBOX.<store_id>", so that its NATS user may subscribe to
 // its own replies only.

@@ -1,4 +1,4 @@
-package hq
+package postgres
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
+	"github.com/posedge/posedge/sync/hqdb"
 	"github.com/posedge/posedge/sync/wire"
 )
 
@@ -93,26 +93,26 @@ var errCareful = errors.New("batch needs the careful path")
 
 // ingest stores msgs in one round trip, or returns errCareful (nothing
 // stored) when the batch needs insertBatch.
-func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, error) {
-	out := make([]Outcome, len(msgs))
+func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, error) {
+	out := make([]hqdb.Outcome, len(msgs))
 	// The first message of each key is sent; a repeat in the batch must
 	// be byte-identical to it.
-	first := map[txnKey]int{}
+	first := map[hqdb.TxnKey]int{}
 	var firsts []int
-	days := map[dayKey]*Totals{}
+	days := map[hqdb.DayKey]*hqdb.Totals{}
 	seen := map[string]time.Time{}
 	for i := range msgs {
 		m := &msgs[i]
 		if t, ok := seen[m.StoreID]; !ok || m.ReceivedAt.After(t) {
 			seen[m.StoreID] = m.ReceivedAt
 		}
-		if m.Kind != KindTxn {
+		if m.Kind != hqdb.KindTxn {
 			continue
 		}
 		if m.Quarantine != "" || m.Txn.TotalCents < 0 {
 			return nil, errCareful
 		}
-		k := txnKey{m.StoreID, m.Txn.FlowNo}
+		k := hqdb.TxnKey{Store: m.StoreID, Flow: m.Txn.FlowNo}
 		if j, ok := first[k]; ok {
 			if string(msgs[j].Body) != string(m.Body) {
 				return nil, errCareful
@@ -121,11 +121,11 @@ func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, erro
 			first[k] = i
 			firsts = append(firsts, i)
 		}
-		// Every candidate counts, duplicates too, as in dayGuard.
-		dk := dayKey{m.StoreID, m.Txn.TerminalID, m.Day}
+		// Every candidate counts, duplicates too, as in DayGuard.
+		dk := hqdb.DayKey{Store: m.StoreID, Terminal: m.Txn.TerminalID, Date: m.Day}
 		t := days[dk]
 		if t == nil {
-			t = &Totals{}
+			t = &hqdb.Totals{}
 			days[dk] = t
 		}
 		n, cents := &t.Sales, &t.SalesCents
@@ -140,24 +140,24 @@ func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, erro
 		}
 	}
 	c := txnColumnsOf(msgs, firsts)
-	dks := make([]dayKey, 0, len(days))
+	dks := make([]hqdb.DayKey, 0, len(days))
 	for k := range days {
 		dks = append(dks, k)
 	}
-	slices.SortFunc(dks, func(x, y dayKey) int {
-		if c := strings.Compare(x.store, y.store); c != 0 {
+	slices.SortFunc(dks, func(x, y hqdb.DayKey) int {
+		if c := strings.Compare(x.Store, y.Store); c != 0 {
 			return c
 		}
-		if c := strings.Compare(x.terminal, y.terminal); c != 0 {
+		if c := strings.Compare(x.Terminal, y.Terminal); c != 0 {
 			return c
 		}
-		return strings.Compare(x.date, y.date)
+		return strings.Compare(x.Date, y.Date)
 	})
 	gs, gt, gd := make([]string, len(dks)), make([]string, len(dks)), make([]string, len(dks))
 	gSales, gSalesCents, gRefunds, gRefundCents := make([]int64, len(dks)), make([]int64, len(dks)), make([]int64, len(dks)), make([]int64, len(dks))
 	for j, k := range dks {
 		t := days[k]
-		gs[j], gt[j], gd[j] = k.store, k.terminal, k.date
+		gs[j], gt[j], gd[j] = k.Store, k.Terminal, k.Date
 		gSales[j], gSalesCents[j], gRefunds[j], gRefundCents[j] = t.Sales, t.SalesCents, t.Refunds, t.RefundCents
 	}
 	ids := make([]string, 0, len(seen))
@@ -177,16 +177,16 @@ func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, erro
 	for i := range msgs {
 		m := &msgs[i]
 		switch m.Kind {
-		case KindTxn:
+		case hqdb.KindTxn:
 			continue
-		case KindManifest:
+		case hqdb.KindManifest:
 			mf := m.Manifest
 			b.Queue(pgUpsertManifest, m.StoreID, mf.TerminalID, mf.Date, mf.Sales, mf.SalesCents,
 				mf.Refunds, mf.RefundCents, mf.FirstFlowNo, mf.LastFlowNo, m.SentAt, m.ReceivedAt, string(m.Body))
-		case KindHeartbeat:
+		case hqdb.KindHeartbeat:
 			hb := m.Heartbeat
 			b.Queue(pgUpsertHeartbeat, m.StoreID, m.SentAt, m.ReceivedAt, hb.Backlog, hb.OldestUnsent, hb.Version, string(m.Body))
-		case KindStockAdjustment:
+		case hqdb.KindStockAdjustment:
 			a := m.Adjustment
 			b.Queue(pgInsertAdjustment, m.StoreID, a.AdjustmentID, a.Barcode, a.Delta, a.Reason,
 				m.CreatedAt, string(m.Body), m.ReceivedAt)
@@ -211,7 +211,7 @@ func (s *PostgresStore) ingest(ctx context.Context, msgs []Msg) ([]Outcome, erro
 }
 
 // readIngest reads the results of ingest's pgx batch into out.
-func (s *PostgresStore) readIngest(br pgx.BatchResults, msgs []Msg, firsts []int, first map[txnKey]int, others []int, out []Outcome) error {
+func (s *Store) readIngest(br pgx.BatchResults, msgs []hqdb.Msg, firsts []int, first map[hqdb.TxnKey]int, others []int, out []hqdb.Outcome) error {
 	rows, err := br.Query()
 	if err != nil {
 		return err
@@ -228,9 +228,9 @@ func (s *PostgresStore) readIngest(br pgx.BatchResults, msgs []Msg, firsts []int
 			rows.Close()
 			return fmt.Errorf("ingest: row %d of %d", n, len(firsts))
 		}
-		out[firsts[n-1]] = Duplicate
+		out[firsts[n-1]] = hqdb.Duplicate
 		if inserted {
-			out[firsts[n-1]] = Inserted
+			out[firsts[n-1]] = hqdb.Inserted
 		}
 	}
 	rows.Close()
@@ -238,11 +238,11 @@ func (s *PostgresStore) readIngest(br pgx.BatchResults, msgs []Msg, firsts []int
 		return err
 	}
 	for i := range msgs {
-		if msgs[i].Kind == KindTxn && out[i] == 0 {
-			if _, ok := first[txnKey{msgs[i].StoreID, msgs[i].Txn.FlowNo}]; !ok {
+		if msgs[i].Kind == hqdb.KindTxn && out[i] == 0 {
+			if _, ok := first[hqdb.TxnKey{Store: msgs[i].StoreID, Flow: msgs[i].Txn.FlowNo}]; !ok {
 				return fmt.Errorf("ingest: %s/%s not answered", msgs[i].StoreID, msgs[i].Txn.FlowNo)
 			}
-			out[i] = Duplicate // a byte-identical repeat of an earlier message of the batch
+			out[i] = hqdb.Duplicate // a byte-identical repeat of an earlier message of the batch
 		}
 	}
 	for _, i := range others {
@@ -250,9 +250,9 @@ func (s *PostgresStore) readIngest(br pgx.BatchResults, msgs []Msg, firsts []int
 		if err != nil {
 			return err
 		}
-		out[i] = Duplicate
+		out[i] = hqdb.Duplicate
 		if tag.RowsAffected() > 0 {
-			out[i] = Inserted
+			out[i] = hqdb.Inserted
 		}
 	}
 	return nil

@@ -1,10 +1,8 @@
-package hq
+package hqdb
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
@@ -60,10 +58,46 @@ func (e StoreEntry) MarshalJSON() ([]byte, error) {
 		ts(e.OldestUnsentAt), offset, e.IncompleteDays, e.Quarantined, e.Conflicts, e.Silent})
 }
 
-// fleetRow is what a backend reads per store in one query over the
+// UnmarshalJSON reads an entry as GET /v1/stores writes it (MarshalJSON),
+// for `posedge-hq stores`.
+func (e *StoreEntry) UnmarshalJSON(b []byte) error {
+	var w struct {
+		StoreID         string     `json:"store_id"`
+		Version         string     `json:"version"`
+		LastHeartbeatAt *time.Time `json:"last_heartbeat_at"`
+		LastReceivedAt  *time.Time `json:"last_received_at"`
+		Transactions    int64      `json:"transactions"`
+		Backlog         int64      `json:"backlog"`
+		OldestUnsentAt  *time.Time `json:"oldest_unsent_at"`
+		ClockOffsetMS   *int64     `json:"clock_offset_ms"`
+		IncompleteDays  int64      `json:"incomplete_days"`
+		Quarantined     int64      `json:"quarantined"`
+		Conflicts       int64      `json:"conflicts"`
+		Silent          bool       `json:"silent"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	t := func(p *time.Time) time.Time {
+		if p == nil {
+			return time.Time{}
+		}
+		return p.UTC()
+	}
+	*e = StoreEntry{StoreID: w.StoreID, Version: w.Version, LastHeartbeatAt: t(w.LastHeartbeatAt),
+		LastReceivedAt: t(w.LastReceivedAt), Transactions: w.Transactions, Backlog: w.Backlog,
+		OldestUnsentAt: t(w.OldestUnsentAt), IncompleteDays: w.IncompleteDays, Quarantined: w.Quarantined,
+		Conflicts: w.Conflicts, Silent: w.Silent}
+	if w.ClockOffsetMS != nil {
+		e.HasHeartbeat, e.ClockOffsetMS = true, *w.ClockOffsetMS
+	}
+	return nil
+}
+
+// FleetRow is what a backend reads per store in one query over the
 // stores table (kept per batch on ingest), the last heartbeat and the
 // counts of conflicts and quarantined rows.
-type fleetRow struct {
+type FleetRow struct {
 	StoreID                string
 	Transactions           int64
 	LastSeenAt             time.Time
@@ -74,9 +108,9 @@ type fleetRow struct {
 	Conflicts, Quarantined int64
 }
 
-// assembleFleet makes the entries of rows, with each store's incomplete
+// AssembleFleet makes the entries of rows, with each store's incomplete
 // days from rep and silent judged at now.
-func assembleFleet(rows []fleetRow, rep Report, now time.Time, silentAfter time.Duration) []StoreEntry {
+func AssembleFleet(rows []FleetRow, rep Report, now time.Time, silentAfter time.Duration) []StoreEntry {
 	incomplete := map[string]int64{}
 	for _, d := range rep.Incomplete {
 		incomplete[d.StoreID]++
@@ -99,9 +133,9 @@ func assembleFleet(rows []fleetRow, rep Report, now time.Time, silentAfter time.
 	return out
 }
 
-// fleetFrom reads the fleet through a backend's row reader and its
+// FleetFrom reads the fleet through a backend's row reader and its
 // completeness report.
-func fleetFrom(ctx context.Context, s Store, rows func(context.Context) ([]fleetRow, error), now time.Time, silentAfter time.Duration) ([]StoreEntry, error) {
+func FleetFrom(ctx context.Context, s Store, rows func(context.Context) ([]FleetRow, error), now time.Time, silentAfter time.Duration) ([]StoreEntry, error) {
 	rs, err := rows(ctx)
 	if err != nil {
 		return nil, err
@@ -110,73 +144,27 @@ func fleetFrom(ctx context.Context, s Store, rows func(context.Context) ([]fleet
 	if err != nil {
 		return nil, err
 	}
-	return assembleFleet(rs, rep, now, silentAfter), nil
+	return AssembleFleet(rs, rep, now, silentAfter), nil
 }
 
-const fleetSelect = `SELECT s.store_id, s.txn_count, s.last_seen_at,
+// FleetSelect reads the rows of FleetRow: each store with its last
+// heartbeat and its counts of conflicts and quarantined rows.
+const FleetSelect = `SELECT s.store_id, s.txn_count, s.last_seen_at,
 		COALESCE(h.version, ''), h.sent_at, h.received_at, COALESCE(h.backlog, 0), COALESCE(h.oldest_unsent, ''),
 		(SELECT count(*) FROM conflicts c WHERE c.store_id = s.store_id),
 		(SELECT count(*) FROM quarantine q WHERE q.store_id = s.store_id)
 	FROM stores s LEFT JOIN heartbeats h ON h.store_id = s.store_id
 	ORDER BY s.store_id`
 
-// Fleet lists every store heard from, sorted by store_id.
-func (s *SQLiteStore) Fleet(ctx context.Context, now time.Time) ([]StoreEntry, error) {
-	return fleetFrom(ctx, s, s.fleetRows, now, s.opts.SilentAfter)
-}
+// WatermarksSelect reads the stores table as Watermark wants it; a
+// backend adds its WHERE or ORDER BY.
+const WatermarksSelect = `SELECT store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at FROM stores`
 
-func (s *SQLiteStore) fleetRows(ctx context.Context) ([]fleetRow, error) {
-	rows, err := s.r.QueryContext(ctx, fleetSelect)
-	if err != nil {
-		return nil, fmt.Errorf("read fleet: %w", err)
-	}
-	defer rows.Close()
-	out := []fleetRow{}
-	for rows.Next() {
-		var r fleetRow
-		var seen string
-		var sent, recv sql.NullString
-		if err := rows.Scan(&r.StoreID, &r.Transactions, &seen, &r.Version, &sent, &recv, &r.Backlog, &r.OldestUnsent, &r.Conflicts, &r.Quarantined); err != nil {
-			return nil, fmt.Errorf("read fleet: %w", err)
-		}
-		r.LastSeenAt = parseTS(seen)
-		if sent.Valid && recv.Valid {
-			r.HBSentAt, r.HBReceivedAt = parseTS(sent.String), parseTS(recv.String)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read fleet: %w", err)
-	}
-	return out, nil
-}
-
-// Fleet lists every store heard from, sorted by store_id.
-func (s *PostgresStore) Fleet(ctx context.Context, now time.Time) ([]StoreEntry, error) {
-	return fleetFrom(ctx, s, s.fleetRows, now, s.opts.SilentAfter)
-}
-
-func (s *PostgresStore) fleetRows(ctx context.Context) ([]fleetRow, error) {
-	rows, err := s.pool.Query(ctx, fleetSelect)
-	if err != nil {
-		return nil, fmt.Errorf("read fleet: %w", err)
-	}
-	defer rows.Close()
-	out := []fleetRow{}
-	for rows.Next() {
-		var r fleetRow
-		var sent, recv *time.Time
-		if err := rows.Scan(&r.StoreID, &r.Transactions, &r.LastSeenAt, &r.Version, &sent, &recv, &r.Backlog, &r.OldestUnsent, &r.Conflicts, &r.Quarantined); err != nil {
-			return nil, fmt.Errorf("read fleet: %w", err)
-		}
-		r.LastSeenAt = r.LastSeenAt.UTC()
-		if sent != nil && recv != nil {
-			r.HBSentAt, r.HBReceivedAt = sent.UTC(), recv.UTC()
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read fleet: %w", err)
-	}
-	return out, nil
-}
+// CompletenessSelect pairs every manifest with the day totals stored for
+// it (zero where none): the rows Completeness compares.
+const CompletenessSelect = `SELECT m.store_id, m.terminal_id, m.date,
+		m.sales, m.sales_cents, m.refunds, m.refund_cents,
+		COALESCE(d.sales, 0), COALESCE(d.sales_cents, 0), COALESCE(d.refunds, 0), COALESCE(d.refund_cents, 0)
+	FROM manifests m LEFT JOIN day_totals d
+		ON d.store_id = m.store_id AND d.terminal_id = m.terminal_id AND d.business_date = m.date
+	ORDER BY m.store_id, m.date, m.terminal_id`

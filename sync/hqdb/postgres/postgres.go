@@ -1,4 +1,4 @@
-package hq
+package postgres
 
 import (
 	"cmp"
@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/posedge/posedge/sync/hqdb"
 )
 
 var postgresSchema = []string{
@@ -111,22 +112,22 @@ var postgresSchema = []string{
 // among posedge-hq processes starting together.
 const schemaLock = 0x706f736564676501
 
-// PostgresStore keeps HQ's tables in PostgreSQL; any number of
+// Store keeps HQ's tables in PostgreSQL; any number of
 // posedge-hq processes may share one database.
-type PostgresStore struct {
+type Store struct {
 	pool *pgxpool.Pool
-	opts StoreOptions
+	opts hqdb.StoreOptions
 	// careful counts the batches that could not be stored in one round
 	// trip (conflicts, quarantine, near-overflow).
 	careful atomic.Int64
 }
 
-var _ Store = (*PostgresStore)(nil)
+var _ hqdb.Store = (*Store)(nil)
 
 // OpenPostgres connects to the database at url (postgres://…) and
 // creates the tables when missing.
-func OpenPostgres(ctx context.Context, url string, opts StoreOptions) (*PostgresStore, error) {
-	opts = opts.withDefaults()
+func Open(ctx context.Context, url string, opts hqdb.StoreOptions) (*Store, error) {
+	opts = opts.WithDefaults()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, errors.New("open postgres: not a valid PostgreSQL URL")
@@ -135,7 +136,7 @@ func OpenPostgres(ctx context.Context, url string, opts StoreOptions) (*Postgres
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &PostgresStore{pool: pool, opts: opts}
+	s := &Store{pool: pool, opts: opts}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
@@ -143,7 +144,7 @@ func OpenPostgres(ctx context.Context, url string, opts StoreOptions) (*Postgres
 	return s, nil
 }
 
-func (s *PostgresStore) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLock)); err != nil {
 			return fmt.Errorf("create schema: %w", err)
@@ -157,26 +158,26 @@ func (s *PostgresStore) migrate(ctx context.Context) error {
 		err := tx.QueryRow(ctx, "SELECT version FROM hq_schema").Scan(&v)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			if _, err := tx.Exec(ctx, "INSERT INTO hq_schema (version) VALUES ($1)", schemaVersion); err != nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO hq_schema (version) VALUES ($1)", hqdb.SchemaVersion); err != nil {
 				return fmt.Errorf("record schema version: %w", err)
 			}
 		case err != nil:
 			return fmt.Errorf("read schema version: %w", err)
-		case v > schemaVersion:
-			return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, schemaVersion)
+		case v > hqdb.SchemaVersion:
+			return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, hqdb.SchemaVersion)
 		}
 		return nil
 	})
 }
 
 // Close closes the connection pool.
-func (s *PostgresStore) Close() error {
+func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
 }
 
 // Ping tells whether the database answers.
-func (s *PostgresStore) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) error {
 	var n int
 	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM hq_schema").Scan(&n); err != nil {
 		return fmt.Errorf("postgres: %w", err)
@@ -253,10 +254,10 @@ const pgRetries = 5
 
 // InsertBatch stores msgs in one transaction: in one round trip when it
 // can (ingest), else the careful way (insertBatch).
-func (s *PostgresStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, error) {
+func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, error) {
 	careful := false
 	for attempt := 1; ; attempt++ {
-		var out []Outcome
+		var out []hqdb.Outcome
 		var err error
 		if !careful {
 			out, err = s.ingest(ctx, msgs)
@@ -284,8 +285,6 @@ func (s *PostgresStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome,
 	}
 }
 
-type txnKey struct{ store, flow string }
-
 // txnColumns are transactions as the column arrays PostgreSQL's unnest
 // takes: one parameter per column, one round trip for the batch.
 type txnColumns struct {
@@ -295,7 +294,7 @@ type txnColumns struct {
 }
 
 // txnColumnsOf is the columns of msgs[i] for every i in which.
-func txnColumnsOf(msgs []Msg, which []int) txnColumns {
+func txnColumnsOf(msgs []hqdb.Msg, which []int) txnColumns {
 	n := len(which)
 	c := txnColumns{stores: make([]string, n), flows: make([]string, n), terms: make([]string, n), kinds: make([]string, n),
 		days: make([]string, n), bodies: make([]string, n), cents: make([]int64, n), created: make([]time.Time, n), received: make([]time.Time, n)}
@@ -307,20 +306,20 @@ func txnColumnsOf(msgs []Msg, which []int) txnColumns {
 	return c
 }
 
-func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) ([]Outcome, error) {
-	out := make([]Outcome, len(msgs))
+func (s *Store) insertBatch(ctx context.Context, tx pgx.Tx, msgs []hqdb.Msg) ([]hqdb.Outcome, error) {
+	out := make([]hqdb.Outcome, len(msgs))
 	if err := s.quarantine(ctx, tx, msgs, out); err != nil {
 		return nil, err
 	}
 	// The first message of each key goes into one INSERT, in key order
 	// so that concurrent batches take row locks in the same order.
-	first := map[txnKey]int{}
+	first := map[hqdb.TxnKey]int{}
 	var firsts []int
 	for i := range msgs {
-		if msgs[i].Kind != KindTxn || out[i] != 0 {
+		if msgs[i].Kind != hqdb.KindTxn || out[i] != 0 {
 			continue
 		}
-		k := txnKey{msgs[i].StoreID, msgs[i].Txn.FlowNo}
+		k := hqdb.TxnKey{Store: msgs[i].StoreID, Flow: msgs[i].Txn.FlowNo}
 		if _, ok := first[k]; !ok {
 			first[k] = i
 			firsts = append(firsts, i)
@@ -336,12 +335,12 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 			return nil, err
 		}
 		for rows.Next() {
-			var k txnKey
-			if err := rows.Scan(&k.store, &k.flow); err != nil {
+			var k hqdb.TxnKey
+			if err := rows.Scan(&k.Store, &k.Flow); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			out[first[k]] = Inserted
+			out[first[k]] = hqdb.Inserted
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -353,21 +352,21 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 	var pending []int
 	var pStores, pFlows []string
 	for i := range msgs {
-		if msgs[i].Kind == KindTxn && out[i] == 0 {
+		if msgs[i].Kind == hqdb.KindTxn && out[i] == 0 {
 			pending = append(pending, i)
 			pStores, pFlows = append(pStores, msgs[i].StoreID), append(pFlows, msgs[i].Txn.FlowNo)
 		}
 	}
 	if len(pending) > 0 {
-		stored := map[txnKey]string{}
+		stored := map[hqdb.TxnKey]string{}
 		rows, err := tx.Query(ctx, pgStoredBodies, pStores, pFlows)
 		if err != nil {
 			return nil, err
 		}
 		for rows.Next() {
-			var k txnKey
+			var k hqdb.TxnKey
 			var body string
-			if err := rows.Scan(&k.store, &k.flow, &body); err != nil {
+			if err := rows.Scan(&k.Store, &k.Flow, &body); err != nil {
 				rows.Close()
 				return nil, err
 			}
@@ -379,38 +378,38 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 		}
 		for _, i := range pending {
 			m := &msgs[i]
-			body, ok := stored[txnKey{m.StoreID, m.Txn.FlowNo}]
+			body, ok := stored[hqdb.TxnKey{Store: m.StoreID, Flow: m.Txn.FlowNo}]
 			if !ok {
 				return nil, fmt.Errorf("%s/%s neither inserted nor stored", m.StoreID, m.Txn.FlowNo)
 			}
-			if sameBody([]byte(body), m.Body) {
-				out[i] = Duplicate
+			if hqdb.SameBody([]byte(body), m.Body) {
+				out[i] = hqdb.Duplicate
 				continue
 			}
 			t := m.Txn
-			if _, err := tx.Exec(ctx, pgInsertConflict, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
+			if _, err := tx.Exec(ctx, pgInsertConflict, m.StoreID, t.FlowNo, hqdb.BodyHash(m.Body), t.TerminalID,
 				t.Kind, t.TotalCents, m.CreatedAt, string(m.Body), m.ReceivedAt); err != nil {
 				return nil, fmt.Errorf("record conflict %s/%s: %w", m.StoreID, t.FlowNo, err)
 			}
-			out[i] = Conflict
+			out[i] = hqdb.Conflict
 		}
 	}
-	delta := newBatchDelta()
+	delta := hqdb.NewBatchDelta()
 	for i := range msgs {
 		m := &msgs[i]
 		var tag pgconn.CommandTag
 		var err error
 		switch m.Kind {
-		case KindTxn:
-		case KindManifest:
+		case hqdb.KindTxn:
+		case hqdb.KindManifest:
 			mf := m.Manifest
 			tag, err = tx.Exec(ctx, pgUpsertManifest, m.StoreID, mf.TerminalID, mf.Date, mf.Sales, mf.SalesCents,
 				mf.Refunds, mf.RefundCents, mf.FirstFlowNo, mf.LastFlowNo, m.SentAt, m.ReceivedAt, string(m.Body))
-		case KindHeartbeat:
+		case hqdb.KindHeartbeat:
 			hb := m.Heartbeat
 			tag, err = tx.Exec(ctx, pgUpsertHeartbeat, m.StoreID, m.SentAt, m.ReceivedAt, hb.Backlog,
 				hb.OldestUnsent, hb.Version, string(m.Body))
-		case KindStockAdjustment:
+		case hqdb.KindStockAdjustment:
 			a := m.Adjustment
 			tag, err = tx.Exec(ctx, pgInsertAdjustment, m.StoreID, a.AdjustmentID, a.Barcode, a.Delta, a.Reason,
 				m.CreatedAt, string(m.Body), m.ReceivedAt)
@@ -420,31 +419,31 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 		if err != nil {
 			return nil, err
 		}
-		if m.Kind != KindTxn {
-			out[i] = Duplicate
+		if m.Kind != hqdb.KindTxn {
+			out[i] = hqdb.Duplicate
 			if tag.RowsAffected() > 0 {
-				out[i] = Inserted
+				out[i] = hqdb.Inserted
 			}
 		}
-		delta.add(m, out[i])
+		delta.Add(m, out[i])
 	}
 	// The stores and day_totals rows in one round trip.
 	var b pgx.Batch
-	sd := delta.sortedStores()
+	sd := delta.SortedStores()
 	ids, counts, maxFlows := make([]string, len(sd)), make([]int64, len(sd)), make([]string, len(sd))
 	created, received, seen := make([]*time.Time, len(sd)), make([]*time.Time, len(sd)), make([]time.Time, len(sd))
 	for j, d := range sd {
-		ids[j], counts[j], maxFlows[j], seen[j] = d.id, d.inserted, d.maxFlowNo, d.lastSeen
-		if d.hasTxn {
-			created[j], received[j] = &d.lastCreated, &d.lastReceived
+		ids[j], counts[j], maxFlows[j], seen[j] = d.ID, d.Inserted, d.MaxFlowNo, d.LastSeen
+		if d.HasTxn {
+			created[j], received[j] = &d.LastCreated, &d.LastReceived
 		}
 	}
 	b.Queue(pgUpsertStores, ids, counts, maxFlows, created, received, seen)
-	if dd := delta.sortedDays(); len(dd) > 0 {
+	if dd := delta.SortedDays(); len(dd) > 0 {
 		st, term, date := make([]string, len(dd)), make([]string, len(dd)), make([]string, len(dd))
 		sales, salesCents, refunds, refundCents := make([]int64, len(dd)), make([]int64, len(dd)), make([]int64, len(dd)), make([]int64, len(dd))
 		for j, d := range dd {
-			st[j], term[j], date[j] = d.store, d.terminal, d.date
+			st[j], term[j], date[j] = d.Store, d.Terminal, d.Date
 			sales[j], salesCents[j], refunds[j], refundCents[j] = d.Sales, d.SalesCents, d.Refunds, d.RefundCents
 		}
 		b.Queue(pgUpsertDays, st, term, date, sales, salesCents, refunds, refundCents)
@@ -458,30 +457,30 @@ func (s *PostgresStore) insertBatch(ctx context.Context, tx pgx.Tx, msgs []Msg) 
 // quarantine puts the transactions marked by Screen, and those that would
 // carry a day's totals past int64, into the quarantine table, and sets
 // their outcomes.
-func (s *PostgresStore) quarantine(ctx context.Context, tx pgx.Tx, msgs []Msg, out []Outcome) error {
-	keys := map[dayKey]bool{}
+func (s *Store) quarantine(ctx context.Context, tx pgx.Tx, msgs []hqdb.Msg, out []hqdb.Outcome) error {
+	keys := map[hqdb.DayKey]bool{}
 	var st, term, date []string
 	for i := range msgs {
 		m := &msgs[i]
-		if m.Kind != KindTxn || m.Quarantine != "" {
+		if m.Kind != hqdb.KindTxn || m.Quarantine != "" {
 			continue
 		}
-		k := dayKey{m.StoreID, m.Txn.TerminalID, m.Day}
+		k := hqdb.DayKey{Store: m.StoreID, Terminal: m.Txn.TerminalID, Date: m.Day}
 		if !keys[k] {
 			keys[k] = true
-			st, term, date = append(st, k.store), append(term, k.terminal), append(date, k.date)
+			st, term, date = append(st, k.Store), append(term, k.Terminal), append(date, k.Date)
 		}
 	}
-	stored := map[dayKey]Totals{}
+	stored := map[hqdb.DayKey]hqdb.Totals{}
 	if len(st) > 0 {
 		rows, err := tx.Query(ctx, pgReadDays, st, term, date)
 		if err != nil {
 			return fmt.Errorf("read day totals: %w", err)
 		}
 		for rows.Next() {
-			var k dayKey
-			var t Totals
-			if err := rows.Scan(&k.store, &k.terminal, &k.date, &t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents); err != nil {
+			var k hqdb.DayKey
+			var t hqdb.Totals
+			if err := rows.Scan(&k.Store, &k.Terminal, &k.Date, &t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents); err != nil {
 				rows.Close()
 				return fmt.Errorf("read day totals: %w", err)
 			}
@@ -492,47 +491,47 @@ func (s *PostgresStore) quarantine(ctx context.Context, tx pgx.Tx, msgs []Msg, o
 			return fmt.Errorf("read day totals: %w", err)
 		}
 	}
-	guard := newDayGuard(func(k dayKey) (Totals, error) { return stored[k], nil })
+	guard := hqdb.NewDayGuard(func(k hqdb.DayKey) (hqdb.Totals, error) { return stored[k], nil })
 	for i := range msgs {
 		m := &msgs[i]
-		if m.Kind != KindTxn {
+		if m.Kind != hqdb.KindTxn {
 			continue
 		}
 		reason, detail := m.Quarantine, m.QuarantineDetail
 		if reason == "" {
-			fits, err := guard.admit(m)
+			fits, err := guard.Admit(m)
 			if err != nil {
 				return err
 			}
 			if fits {
 				continue
 			}
-			reason, detail = QuarantineDayOverflow, dayOverflowDetail(m)
+			reason, detail = hqdb.QuarantineDayOverflow, hqdb.DayOverflowDetail(m)
 		}
-		tag, err := tx.Exec(ctx, pgInsertQuarantine, m.StoreID, m.Txn.FlowNo, bodyHash(m.Body), reason, detail,
+		tag, err := tx.Exec(ctx, pgInsertQuarantine, m.StoreID, m.Txn.FlowNo, hqdb.BodyHash(m.Body), reason, detail,
 			string(m.Body), m.ReceivedAt)
 		if err != nil {
 			return fmt.Errorf("quarantine %s/%s: %w", m.StoreID, m.Txn.FlowNo, err)
 		}
-		out[i] = Duplicate
+		out[i] = hqdb.Duplicate
 		if tag.RowsAffected() > 0 {
-			out[i] = Quarantined
+			out[i] = hqdb.Quarantined
 		}
 	}
 	return nil
 }
 
 // Quarantined lists the quarantined transactions of storeID.
-func (s *PostgresStore) Quarantined(ctx context.Context, storeID string) ([]StoredQuarantine, error) {
+func (s *Store) Quarantined(ctx context.Context, storeID string) ([]hqdb.StoredQuarantine, error) {
 	rows, err := s.pool.Query(ctx, `SELECT store_id, flow_no, reason, detail, body, received_at FROM quarantine
 		WHERE store_id = $1 ORDER BY received_at, flow_no`, storeID)
 	if err != nil {
 		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
 	}
 	defer rows.Close()
-	out := []StoredQuarantine{}
+	out := []hqdb.StoredQuarantine{}
 	for rows.Next() {
-		var q StoredQuarantine
+		var q hqdb.StoredQuarantine
 		var body string
 		if err := rows.Scan(&q.StoreID, &q.FlowNo, &q.Reason, &q.Detail, &body, &q.ReceivedAt); err != nil {
 			return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
@@ -547,8 +546,8 @@ func (s *PostgresStore) Quarantined(ctx context.Context, storeID string) ([]Stor
 }
 
 // Have returns those of flowNos stored for storeID, in the order asked.
-func (s *PostgresStore) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, // A row HQ set aside in its quarantine is held too (see SQLiteStore.Have).
+func (s *Store) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
+	rows, err := s.pool.Query(ctx, // A row HQ set aside in its quarantine is held too (as on SQLite).
 		"SELECT flow_no FROM transactions WHERE store_id = $1 AND flow_no = ANY($2::text[])"+
 			" UNION SELECT flow_no FROM quarantine WHERE store_id = $1 AND flow_no = ANY($2::text[])",
 		storeID, flowNos)
@@ -568,15 +567,15 @@ func (s *PostgresStore) Have(ctx context.Context, storeID string, flowNos []stri
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("have %s: %w", storeID, err)
 	}
-	return inOrder(flowNos, held), nil
+	return hqdb.InOrder(flowNos, held), nil
 }
 
 // Transaction returns the stored body of one transaction.
-func (s *PostgresStore) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
+func (s *Store) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
 	var body string
 	err := s.pool.QueryRow(ctx, "SELECT body::text FROM transactions WHERE store_id = $1 AND flow_no = $2", storeID, flowNo).Scan(&body)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, ErrNotFound)
+		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, hqdb.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, err)
@@ -585,14 +584,14 @@ func (s *PostgresStore) Transaction(ctx context.Context, storeID, flowNo string)
 }
 
 // Conflicts lists the conflicting bodies received for storeID.
-func (s *PostgresStore) Conflicts(ctx context.Context, storeID string) ([]StoredConflict, error) {
+func (s *Store) Conflicts(ctx context.Context, storeID string) ([]hqdb.StoredConflict, error) {
 	rows, err := s.pool.Query(ctx, `SELECT store_id, flow_no, body::text, received_at FROM conflicts
 		WHERE store_id = $1 ORDER BY received_at, flow_no`, storeID)
 	if err != nil {
 		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (StoredConflict, error) {
-		var c StoredConflict
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hqdb.StoredConflict, error) {
+		var c hqdb.StoredConflict
 		var body string
 		err := row.Scan(&c.StoreID, &c.FlowNo, &body, &c.ReceivedAt)
 		c.Body, c.ReceivedAt = json.RawMessage(body), c.ReceivedAt.UTC()
@@ -604,31 +603,29 @@ func (s *PostgresStore) Conflicts(ctx context.Context, storeID string) ([]Stored
 	return out, nil
 }
 
-const pgWatermarks = `SELECT store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at FROM stores`
-
 // Watermark is the high-water mark of one store.
-func (s *PostgresStore) Watermark(ctx context.Context, storeID string) (Watermark, error) {
-	ws, err := s.watermarks(ctx, pgWatermarks+" WHERE store_id = $1", storeID)
+func (s *Store) Watermark(ctx context.Context, storeID string) (hqdb.Watermark, error) {
+	ws, err := s.watermarks(ctx, hqdb.WatermarksSelect+" WHERE store_id = $1", storeID)
 	if err != nil || len(ws) == 0 {
-		return Watermark{StoreID: storeID}, err
+		return hqdb.Watermark{StoreID: storeID}, err
 	}
 	return ws[0], nil
 }
 
 // Watermarks lists every known store's high-water mark.
-func (s *PostgresStore) Watermarks(ctx context.Context) ([]Watermark, error) {
-	return s.watermarks(ctx, pgWatermarks+" ORDER BY store_id")
+func (s *Store) Watermarks(ctx context.Context) ([]hqdb.Watermark, error) {
+	return s.watermarks(ctx, hqdb.WatermarksSelect+" ORDER BY store_id")
 }
 
-func (s *PostgresStore) watermarks(ctx context.Context, q string, args ...any) ([]Watermark, error) {
+func (s *Store) watermarks(ctx context.Context, q string, args ...any) ([]hqdb.Watermark, error) {
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read watermarks: %w", err)
 	}
 	defer rows.Close()
-	ws := []Watermark{}
+	ws := []hqdb.Watermark{}
 	for rows.Next() {
-		var w Watermark
+		var w hqdb.Watermark
 		var created, received *time.Time
 		if err := rows.Scan(&w.StoreID, &w.Count, &w.MaxFlowNo, &created, &received, &w.LastSeenAt); err != nil {
 			return nil, fmt.Errorf("read watermarks: %w", err)
@@ -648,23 +645,16 @@ func (s *PostgresStore) watermarks(ctx context.Context, q string, args ...any) (
 	return ws, nil
 }
 
-const pgCompleteness = `SELECT m.store_id, m.terminal_id, m.date,
-		m.sales, m.sales_cents, m.refunds, m.refund_cents,
-		COALESCE(d.sales, 0), COALESCE(d.sales_cents, 0), COALESCE(d.refunds, 0), COALESCE(d.refund_cents, 0)
-	FROM manifests m LEFT JOIN day_totals d
-		ON d.store_id = m.store_id AND d.terminal_id = m.terminal_id AND d.business_date = m.date
-	ORDER BY m.store_id, m.date, m.terminal_id`
-
 // Completeness compares manifests with the stored rows and lists the
 // stores silent for longer than SilentAfter at now.
-func (s *PostgresStore) Completeness(ctx context.Context, now time.Time) (Report, error) {
-	rep := Report{GeneratedAt: now.UTC(), Incomplete: []DayDiff{}, Silent: []SilentStore{}}
-	rows, err := s.pool.Query(ctx, pgCompleteness)
+func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, error) {
+	rep := hqdb.Report{GeneratedAt: now.UTC(), Incomplete: []hqdb.DayDiff{}, Silent: []hqdb.SilentStore{}}
+	rows, err := s.pool.Query(ctx, hqdb.CompletenessSelect)
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (DayDiff, error) {
-		var d DayDiff
+	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hqdb.DayDiff, error) {
+		var d hqdb.DayDiff
 		err := row.Scan(&d.StoreID, &d.TerminalID, &d.Date,
 			&d.Manifest.Sales, &d.Manifest.SalesCents, &d.Manifest.Refunds, &d.Manifest.RefundCents,
 			&d.Stored.Sales, &d.Stored.SalesCents, &d.Stored.Refunds, &d.Stored.RefundCents)
@@ -673,17 +663,17 @@ func (s *PostgresStore) Completeness(ctx context.Context, now time.Time) (Report
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	rep.Incomplete = diffDays(days)
+	rep.Incomplete = hqdb.DiffDays(days)
 	rows, err = s.pool.Query(ctx, "SELECT store_id, last_seen_at FROM stores WHERE last_seen_at < $1 ORDER BY store_id",
 		now.Add(-s.opts.SilentAfter))
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	silents, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SilentStore, error) {
+	silents, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hqdb.SilentStore, error) {
 		var id string
 		var seen time.Time
 		err := row.Scan(&id, &seen)
-		return silent(id, seen.UTC(), now), err
+		return hqdb.Silent(id, seen.UTC(), now), err
 	})
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
@@ -691,3 +681,7 @@ func (s *PostgresStore) Completeness(ctx context.Context, now time.Time) (Report
 	rep.Silent = append(rep.Silent, silents...)
 	return rep, nil
 }
+
+// CarefulBatches is how many batches could not be stored in one round
+// trip (conflicts, quarantine, near-overflow) since the store opened.
+func (s *Store) CarefulBatches() int64 { return s.careful.Load() }

@@ -1,4 +1,4 @@
-package hq
+package sqlite
 
 import (
 	"context"
@@ -14,11 +14,9 @@ import (
 	"sync"
 	"time"
 
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"
+	"github.com/posedge/posedge/sync/hqdb"
+	_ "modernc.org/sqlite"
 )
-
-// schemaVersion is the version of the tables this posedge-hq writes.
-const schemaVersion = 1
 
 var sqliteSchema = []string{
 	`CREATE TABLE IF NOT EXISTS hq_schema (version INTEGER NOT NULL)`,
@@ -111,15 +109,15 @@ var sqliteSchema = []string{
 	)`,
 }
 
-// SQLiteStore keeps HQ's tables in one SQLite file in WAL mode (other
+// Store keeps HQ's tables in one SQLite file in WAL mode (other
 // processes may read it while posedge-hq runs). Writes go through one
 // connection; reads use a pool of their own.
-type SQLiteStore struct {
+type Store struct {
 	path string
 	w    *sql.DB // the one writer
 	r    *sql.DB
 	mu   sync.Mutex // one batch at a time on w
-	opts StoreOptions
+	opts hqdb.StoreOptions
 	st   sqliteStmts // prepared once on w
 	// multi holds the multi-row inserts of 1, 2, 4 … sqliteMultiRows
 	// transactions by their row count, prepared at open: the one writer
@@ -158,12 +156,12 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-var _ Store = (*SQLiteStore)(nil)
+var _ hqdb.Store = (*Store)(nil)
 
-// SQLiteDSN is the modernc.org/sqlite data source name posedge-hq uses
+// DSN is the modernc.org/sqlite data source name posedge-hq uses
 // for path: WAL, synchronous FULL, a 10 s busy timeout and immediate
 // write transactions.
-func SQLiteDSN(path string) string {
+func DSN(path string) string {
 	q := url.Values{}
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
@@ -173,8 +171,8 @@ func SQLiteDSN(path string) string {
 }
 
 // OpenSQLite opens or creates the SQLite database at path.
-func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteStore, error) {
-	opts = opts.withDefaults()
+func Open(ctx context.Context, path string, opts hqdb.StoreOptions) (*Store, error) {
+	opts = opts.WithDefaults()
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o750); err != nil {
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -185,13 +183,13 @@ func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteSto
 	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
 		f.Close()
 	}
-	w, err := sql.Open("sqlite", SQLiteDSN(path))
+	w, err := sql.Open("sqlite", DSN(path))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &SQLiteStore{path: path, w: w, opts: opts}
+	s := &Store{path: path, w: w, opts: opts}
 	if err := s.migrate(ctx); err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -204,7 +202,7 @@ func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteSto
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	r, err := sql.Open("sqlite", SQLiteDSN(path))
+	r, err := sql.Open("sqlite", DSN(path))
 	if err != nil {
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -214,7 +212,7 @@ func OpenSQLite(ctx context.Context, path string, opts StoreOptions) (*SQLiteSto
 	return s, nil
 }
 
-func (s *SQLiteStore) migrate(ctx context.Context) error {
+func (s *Store) migrate(ctx context.Context) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("create schema: %w", err)
@@ -244,24 +242,24 @@ func checkSchemaVersion(ctx context.Context, tx queryExecer, insert string) erro
 	err := tx.QueryRowContext(ctx, "SELECT version FROM hq_schema").Scan(&v)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		if _, err := tx.ExecContext(ctx, insert, schemaVersion); err != nil {
+		if _, err := tx.ExecContext(ctx, insert, hqdb.SchemaVersion); err != nil {
 			return fmt.Errorf("record schema version: %w", err)
 		}
 	case err != nil:
 		return fmt.Errorf("read schema version: %w", err)
-	case v > schemaVersion:
-		return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, schemaVersion)
+	case v > hqdb.SchemaVersion:
+		return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, hqdb.SchemaVersion)
 	}
 	return nil
 }
 
 // Close closes the database.
-func (s *SQLiteStore) Close() error {
+func (s *Store) Close() error {
 	return errors.Join(s.r.Close(), s.w.Close())
 }
 
 // Ping tells whether the database file answers.
-func (s *SQLiteStore) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) error {
 	var n int
 	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM hq_schema").Scan(&n); err != nil {
 		return fmt.Errorf("sqlite %s: %w", s.path, err)
@@ -317,7 +315,7 @@ const (
 )
 
 // InsertBatch stores msgs in one transaction.
-func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, error) {
+func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tx, err := s.w.BeginTx(ctx, nil)
@@ -325,14 +323,14 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 		return nil, fmt.Errorf("insert batch: begin: %w", err)
 	}
 	defer tx.Rollback()
-	out := make([]Outcome, len(msgs))
-	delta := newBatchDelta()
+	out := make([]hqdb.Outcome, len(msgs))
+	delta := hqdb.NewBatchDelta()
 	readDay := tx.StmtContext(ctx, s.st.readDay)
-	guard := newDayGuard(func(k dayKey) (Totals, error) {
-		var t Totals
-		err := readDay.QueryRowContext(ctx, k.store, k.terminal, k.date).Scan(&t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents)
+	guard := hqdb.NewDayGuard(func(k hqdb.DayKey) (hqdb.Totals, error) {
+		var t hqdb.Totals
+		err := readDay.QueryRowContext(ctx, k.Store, k.Terminal, k.Date).Scan(&t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents)
 		if errors.Is(err, sql.ErrNoRows) {
-			return Totals{}, nil
+			return hqdb.Totals{}, nil
 		}
 		return t, err
 	})
@@ -341,37 +339,37 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 	var rows []int
 	for i := range msgs {
 		m := &msgs[i]
-		var o Outcome
+		var o hqdb.Outcome
 		switch m.Kind {
-		case KindTxn:
+		case hqdb.KindTxn:
 			reason, detail := m.Quarantine, m.QuarantineDetail
 			if reason == "" {
 				var fits bool
-				if fits, err = guard.admit(m); err != nil {
+				if fits, err = guard.Admit(m); err != nil {
 					break
 				}
 				if !fits {
-					reason, detail = QuarantineDayOverflow, dayOverflowDetail(m)
+					reason, detail = hqdb.QuarantineDayOverflow, hqdb.DayOverflowDetail(m)
 				}
 			}
 			if reason != "" {
-				o, err = upsert(ctx, tx.StmtContext(ctx, s.st.insertQuarantine), m.StoreID, m.Txn.FlowNo, bodyHash(m.Body),
+				o, err = upsert(ctx, tx.StmtContext(ctx, s.st.insertQuarantine), m.StoreID, m.Txn.FlowNo, hqdb.BodyHash(m.Body),
 					reason, detail, string(m.Body), formatTS(m.ReceivedAt))
-				if o == Inserted {
-					o = Quarantined
+				if o == hqdb.Inserted {
+					o = hqdb.Quarantined
 				}
 				break
 			}
 			rows = append(rows, i)
 			continue
-		case KindManifest:
+		case hqdb.KindManifest:
 			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.upsertManifest), m.StoreID, m.Manifest.TerminalID, m.Manifest.Date,
 				m.Manifest.Sales, m.Manifest.SalesCents, m.Manifest.Refunds, m.Manifest.RefundCents,
 				m.Manifest.FirstFlowNo, m.Manifest.LastFlowNo, formatTS(m.SentAt), formatTS(m.ReceivedAt), string(m.Body))
-		case KindHeartbeat:
+		case hqdb.KindHeartbeat:
 			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.upsertHeartbeat), m.StoreID, formatTS(m.SentAt), formatTS(m.ReceivedAt),
 				m.Heartbeat.Backlog, m.Heartbeat.OldestUnsent, m.Heartbeat.Version, string(m.Body))
-		case KindStockAdjustment:
+		case hqdb.KindStockAdjustment:
 			a := m.Adjustment
 			o, err = upsert(ctx, tx.StmtContext(ctx, s.st.insertAdjustment), m.StoreID, a.AdjustmentID, a.Barcode, a.Delta,
 				a.Reason, formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt))
@@ -387,20 +385,20 @@ func (s *SQLiteStore) InsertBatch(ctx context.Context, msgs []Msg) ([]Outcome, e
 		return nil, fmt.Errorf("insert batch: %w", err)
 	}
 	for i := range msgs {
-		delta.add(&msgs[i], out[i])
+		delta.Add(&msgs[i], out[i])
 	}
 	upStore, upDay := tx.StmtContext(ctx, s.st.upsertStore), tx.StmtContext(ctx, s.st.upsertDay)
-	for _, d := range delta.sortedStores() {
+	for _, d := range delta.SortedStores() {
 		var created, received string
-		if d.hasTxn {
-			created, received = formatTS(d.lastCreated), formatTS(d.lastReceived)
+		if d.HasTxn {
+			created, received = formatTS(d.LastCreated), formatTS(d.LastReceived)
 		}
-		if _, err := upStore.ExecContext(ctx, d.id, d.inserted, d.maxFlowNo, created, received, formatTS(d.lastSeen)); err != nil {
-			return nil, fmt.Errorf("insert batch: update store %s: %w", d.id, err)
+		if _, err := upStore.ExecContext(ctx, d.ID, d.Inserted, d.MaxFlowNo, created, received, formatTS(d.LastSeen)); err != nil {
+			return nil, fmt.Errorf("insert batch: update store %s: %w", d.ID, err)
 		}
 	}
-	for _, d := range delta.sortedDays() {
-		if _, err := upDay.ExecContext(ctx, d.store, d.terminal, d.date,
+	for _, d := range delta.SortedDays() {
+		if _, err := upDay.ExecContext(ctx, d.Store, d.Terminal, d.Date,
 			d.Sales, d.SalesCents, d.Refunds, d.RefundCents); err != nil {
 			return nil, fmt.Errorf("insert batch: update day totals: %w", err)
 		}
@@ -419,8 +417,8 @@ const sqliteMultiRows = 128
 // and sets their outcomes: inserted, or, for a key already stored (or
 // inserted earlier in the batch), duplicate or conflict by the stored
 // body.
-func (s *SQLiteStore) insertTxns(ctx context.Context, tx *sql.Tx, msgs []Msg, rows []int, out []Outcome) error {
-	first := make(map[txnKey]int, len(rows))
+func (s *Store) insertTxns(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg, rows []int, out []hqdb.Outcome) error {
+	first := make(map[hqdb.TxnKey]int, len(rows))
 	for lo := 0; lo < len(rows); {
 		// The greatest prepared size that fits: 300 rows go in as
 		// 128 + 128 + 32 + 8 + 4.
@@ -437,8 +435,8 @@ func (s *SQLiteStore) insertTxns(ctx context.Context, tx *sql.Tx, msgs []Msg, ro
 			t := m.Txn
 			args = append(args, m.StoreID, t.FlowNo, t.TerminalID, t.Kind, t.TotalCents,
 				formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt), m.Day)
-			if _, ok := first[txnKey{m.StoreID, t.FlowNo}]; !ok {
-				first[txnKey{m.StoreID, t.FlowNo}] = i
+			if _, ok := first[hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}]; !ok {
+				first[hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}] = i
 			}
 		}
 		res, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
@@ -446,13 +444,13 @@ func (s *SQLiteStore) insertTxns(ctx context.Context, tx *sql.Tx, msgs []Msg, ro
 			return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
 		}
 		for res.Next() {
-			var k txnKey
-			if err := res.Scan(&k.store, &k.flow); err != nil {
+			var k hqdb.TxnKey
+			if err := res.Scan(&k.Store, &k.Flow); err != nil {
 				res.Close()
 				return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
 			}
 			// VALUES are inserted in order: of repeats, the first is.
-			out[first[k]] = Inserted
+			out[first[k]] = hqdb.Inserted
 		}
 		res.Close()
 		if err := res.Err(); err != nil {
@@ -469,21 +467,21 @@ func (s *SQLiteStore) insertTxns(ctx context.Context, tx *sql.Tx, msgs []Msg, ro
 		if err := tx.StmtContext(ctx, s.st.storedBody).QueryRowContext(ctx, m.StoreID, t.FlowNo).Scan(&stored); err != nil {
 			return fmt.Errorf("read stored %s/%s: %w", m.StoreID, t.FlowNo, err)
 		}
-		if sameBody([]byte(stored), m.Body) {
-			out[i] = Duplicate
+		if hqdb.SameBody([]byte(stored), m.Body) {
+			out[i] = hqdb.Duplicate
 			continue
 		}
-		if _, err := tx.StmtContext(ctx, s.st.insertConflict).ExecContext(ctx, m.StoreID, t.FlowNo, bodyHash(m.Body), t.TerminalID,
+		if _, err := tx.StmtContext(ctx, s.st.insertConflict).ExecContext(ctx, m.StoreID, t.FlowNo, hqdb.BodyHash(m.Body), t.TerminalID,
 			t.Kind, t.TotalCents, formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt)); err != nil {
 			return fmt.Errorf("record conflict %s/%s: %w", m.StoreID, t.FlowNo, err)
 		}
-		out[i] = Conflict
+		out[i] = hqdb.Conflict
 	}
 	return nil
 }
 
 // prepareMulti prepares the multi-row inserts.
-func (s *SQLiteStore) prepareMulti(ctx context.Context) error {
+func (s *Store) prepareMulti(ctx context.Context) error {
 	s.multi = map[int]*sql.Stmt{}
 	for n := 1; n <= sqliteMultiRows; n *= 2 {
 		var q strings.Builder
@@ -505,7 +503,7 @@ func (s *SQLiteStore) prepareMulti(ctx context.Context) error {
 	return nil
 }
 
-func upsert(ctx context.Context, stmt *sql.Stmt, args ...any) (Outcome, error) {
+func upsert(ctx context.Context, stmt *sql.Stmt, args ...any) (hqdb.Outcome, error) {
 	res, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
 		return 0, err
@@ -513,16 +511,16 @@ func upsert(ctx context.Context, stmt *sql.Stmt, args ...any) (Outcome, error) {
 	if n, err := res.RowsAffected(); err != nil {
 		return 0, err
 	} else if n == 0 {
-		return Duplicate, nil
+		return hqdb.Duplicate, nil
 	}
-	return Inserted, nil
+	return hqdb.Inserted, nil
 }
 
 // haveChunk bounds the number of SQL variables of one query.
 const haveChunk = 500
 
 // Have returns those of flowNos stored for storeID, in the order asked.
-func (s *SQLiteStore) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
+func (s *Store) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
 	held := make(map[string]bool, len(flowNos))
 	for start := 0; start < len(flowNos); start += haveChunk {
 		chunk := flowNos[start:min(start+haveChunk, len(flowNos))]
@@ -556,28 +554,15 @@ func (s *SQLiteStore) Have(ctx context.Context, storeID string, flowNos []string
 			return nil, fmt.Errorf("have %s: %w", storeID, err)
 		}
 	}
-	return inOrder(flowNos, held), nil
-}
-
-// inOrder keeps the flow numbers of asked that are held, once each, in
-// the order asked.
-func inOrder(asked []string, held map[string]bool) []string {
-	out := []string{}
-	for _, f := range asked {
-		if held[f] {
-			out = append(out, f)
-			delete(held, f)
-		}
-	}
-	return out
+	return hqdb.InOrder(flowNos, held), nil
 }
 
 // Transaction returns the stored body of one transaction.
-func (s *SQLiteStore) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
+func (s *Store) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
 	var body string
 	err := s.r.QueryRowContext(ctx, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?", storeID, flowNo).Scan(&body)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, ErrNotFound)
+		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, hqdb.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, err)
@@ -586,16 +571,16 @@ func (s *SQLiteStore) Transaction(ctx context.Context, storeID, flowNo string) (
 }
 
 // Quarantined lists the quarantined transactions of storeID.
-func (s *SQLiteStore) Quarantined(ctx context.Context, storeID string) ([]StoredQuarantine, error) {
+func (s *Store) Quarantined(ctx context.Context, storeID string) ([]hqdb.StoredQuarantine, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT store_id, flow_no, reason, detail, body, received_at FROM quarantine
 		WHERE store_id = ? ORDER BY received_at, flow_no`, storeID)
 	if err != nil {
 		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
 	}
 	defer rows.Close()
-	out := []StoredQuarantine{}
+	out := []hqdb.StoredQuarantine{}
 	for rows.Next() {
-		var q StoredQuarantine
+		var q hqdb.StoredQuarantine
 		var body, received string
 		if err := rows.Scan(&q.StoreID, &q.FlowNo, &q.Reason, &q.Detail, &body, &received); err != nil {
 			return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
@@ -610,16 +595,16 @@ func (s *SQLiteStore) Quarantined(ctx context.Context, storeID string) ([]Stored
 }
 
 // Conflicts lists the conflicting bodies received for storeID.
-func (s *SQLiteStore) Conflicts(ctx context.Context, storeID string) ([]StoredConflict, error) {
+func (s *Store) Conflicts(ctx context.Context, storeID string) ([]hqdb.StoredConflict, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT store_id, flow_no, body, received_at FROM conflicts
 		WHERE store_id = ? ORDER BY received_at, flow_no`, storeID)
 	if err != nil {
 		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
 	}
 	defer rows.Close()
-	out := []StoredConflict{}
+	out := []hqdb.StoredConflict{}
 	for rows.Next() {
-		var c StoredConflict
+		var c hqdb.StoredConflict
 		var body, received string
 		if err := rows.Scan(&c.StoreID, &c.FlowNo, &body, &received); err != nil {
 			return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
@@ -633,31 +618,29 @@ func (s *SQLiteStore) Conflicts(ctx context.Context, storeID string) ([]StoredCo
 	return out, nil
 }
 
-const sqliteWatermarks = `SELECT store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at FROM stores`
-
 // Watermark is the high-water mark of one store.
-func (s *SQLiteStore) Watermark(ctx context.Context, storeID string) (Watermark, error) {
-	ws, err := s.watermarks(ctx, sqliteWatermarks+" WHERE store_id = ?", storeID)
+func (s *Store) Watermark(ctx context.Context, storeID string) (hqdb.Watermark, error) {
+	ws, err := s.watermarks(ctx, hqdb.WatermarksSelect+" WHERE store_id = ?", storeID)
 	if err != nil || len(ws) == 0 {
-		return Watermark{StoreID: storeID}, err
+		return hqdb.Watermark{StoreID: storeID}, err
 	}
 	return ws[0], nil
 }
 
 // Watermarks lists every known store's high-water mark.
-func (s *SQLiteStore) Watermarks(ctx context.Context) ([]Watermark, error) {
-	return s.watermarks(ctx, sqliteWatermarks+" ORDER BY store_id")
+func (s *Store) Watermarks(ctx context.Context) ([]hqdb.Watermark, error) {
+	return s.watermarks(ctx, hqdb.WatermarksSelect+" ORDER BY store_id")
 }
 
-func (s *SQLiteStore) watermarks(ctx context.Context, q string, args ...any) ([]Watermark, error) {
+func (s *Store) watermarks(ctx context.Context, q string, args ...any) ([]hqdb.Watermark, error) {
 	rows, err := s.r.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read watermarks: %w", err)
 	}
 	defer rows.Close()
-	ws := []Watermark{}
+	ws := []hqdb.Watermark{}
 	for rows.Next() {
-		var w Watermark
+		var w hqdb.Watermark
 		var created, received, seen string
 		if err := rows.Scan(&w.StoreID, &w.Count, &w.MaxFlowNo, &created, &received, &seen); err != nil {
 			return nil, fmt.Errorf("read watermarks: %w", err)
@@ -671,24 +654,17 @@ func (s *SQLiteStore) watermarks(ctx context.Context, q string, args ...any) ([]
 	return ws, nil
 }
 
-const sqliteCompleteness = `SELECT m.store_id, m.terminal_id, m.date,
-		m.sales, m.sales_cents, m.refunds, m.refund_cents,
-		COALESCE(d.sales, 0), COALESCE(d.sales_cents, 0), COALESCE(d.refunds, 0), COALESCE(d.refund_cents, 0)
-	FROM manifests m LEFT JOIN day_totals d
-		ON d.store_id = m.store_id AND d.terminal_id = m.terminal_id AND d.business_date = m.date
-	ORDER BY m.store_id, m.date, m.terminal_id`
-
 // Completeness compares manifests with the stored rows and lists the
 // stores silent for longer than SilentAfter at now.
-func (s *SQLiteStore) Completeness(ctx context.Context, now time.Time) (Report, error) {
-	rep := Report{GeneratedAt: now.UTC(), Incomplete: []DayDiff{}, Silent: []SilentStore{}}
-	rows, err := s.r.QueryContext(ctx, sqliteCompleteness)
+func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, error) {
+	rep := hqdb.Report{GeneratedAt: now.UTC(), Incomplete: []hqdb.DayDiff{}, Silent: []hqdb.SilentStore{}}
+	rows, err := s.r.QueryContext(ctx, hqdb.CompletenessSelect)
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	var days []DayDiff
+	var days []hqdb.DayDiff
 	for rows.Next() {
-		var d DayDiff
+		var d hqdb.DayDiff
 		if err := rows.Scan(&d.StoreID, &d.TerminalID, &d.Date,
 			&d.Manifest.Sales, &d.Manifest.SalesCents, &d.Manifest.Refunds, &d.Manifest.RefundCents,
 			&d.Stored.Sales, &d.Stored.SalesCents, &d.Stored.Refunds, &d.Stored.RefundCents); err != nil {
@@ -700,7 +676,7 @@ func (s *SQLiteStore) Completeness(ctx context.Context, now time.Time) (Report, 
 	if err := rows.Close(); err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	rep.Incomplete = diffDays(days)
+	rep.Incomplete = hqdb.DiffDays(days)
 	rows, err = s.r.QueryContext(ctx, "SELECT store_id, last_seen_at FROM stores WHERE last_seen_at < ? ORDER BY store_id",
 		formatTS(now.Add(-s.opts.SilentAfter)))
 	if err != nil {
@@ -712,7 +688,7 @@ func (s *SQLiteStore) Completeness(ctx context.Context, now time.Time) (Report, 
 		if err := rows.Scan(&id, &seen); err != nil {
 			return rep, fmt.Errorf("completeness: %w", err)
 		}
-		rep.Silent = append(rep.Silent, silent(id, parseTS(seen), now))
+		rep.Silent = append(rep.Silent, hqdb.Silent(id, parseTS(seen), now))
 	}
 	if err := rows.Err(); err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
@@ -720,6 +696,19 @@ func (s *SQLiteStore) Completeness(ctx context.Context, now time.Time) (Report, 
 	return rep, nil
 }
 
-func silent(storeID string, seen, now time.Time) SilentStore {
-	return SilentStore{StoreID: storeID, LastSeenAt: seen, SilentSeconds: int64(now.Sub(seen) / time.Second)}
+// tsLayout is how SQLite keeps times: UTC with a fixed number of digits,
+// so that text order is time order.
+const tsLayout = "2006-01-02T15:04:05.000000000Z"
+
+func formatTS(t time.Time) string { return t.UTC().Format(tsLayout) }
+
+func parseTS(s string) time.Time {
+	if s == "" {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t.UTC()
 }

@@ -1,0 +1,40 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/posedge/posedge/sync/hqdb"
+)
+
+const (
+	insertAdjustmentSQL = `INSERT INTO stock_adjustments
+		(store_id, adjustment_id, barcode, delta, reason, created_at, body, received_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (store_id, adjustment_id) DO NOTHING`
+
+	selectAdjustments = `SELECT store_id, adjustment_id, barcode, delta, reason, created_at, body FROM stock_adjustments`
+)
+
+// StockAdjustments lists a store's stock adjustments, oldest first.
+func (s *Store) StockAdjustments(ctx context.Context, storeID string) ([]hqdb.StoredAdjustment, error) {
+	rows, err := s.r.QueryContext(ctx, selectAdjustments+` WHERE store_id = ? ORDER BY created_at, adjustment_id`, storeID)
+	if err != nil {
+		return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
+	}
+	defer rows.Close()
+	out := []hqdb.StoredAdjustment{}
+	for rows.Next() {
+		var a hqdb.StoredAdjustment
+		var created, body string
+		if err := rows.Scan(&a.StoreID, &a.AdjustmentID, &a.Barcode, &a.Delta, &a.Reason, &created, &body); err != nil {
+			return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
+		}
+		a.CreatedAt, a.Body = parseTS(created), json.RawMessage(body)
+		out = append(out, a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
+	}
+	return out, nil
+}

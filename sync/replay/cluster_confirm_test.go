@@ -1,0 +1,82 @@
+package replay_test
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/sync/hq"
+)
+
+// TestConfirmationOnAClusterWithTwoHQs: delivery confirmation (docs/
+// hq-sync.md, "Delivery") on a 3-node JetStream cluster, the stream
+// replicated 3 times, with two posedge-hq on the one stream and database.
+// The store's sales are acknowledged by the cluster while both
+// posedge-hq answer but read nothing (their shared consumer paused); the
+// stream is then purged (what a cluster that lost its disks does). The
+// store asks — either posedge-hq may answer the have query — learns that
+// HQ lacks them, publishes them again, and every sale ends at HQ once,
+// body for body; each row is confirmed once, none is left unconfirmed.
+func TestConfirmationOnAClusterWithTwoHQs(t *testing.T) {
+	bin, err := testenv.BuildNATSServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := testenv.StartNATSCluster(t, bin, 3)
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	cfg := hq.DefaultConfig()
+	cfg.NATSURL = cl.URL()
+	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
+	cfg.DuplicateWindow = confirmWindow
+	cfg.StreamReplicas = 3
+	h := &hqSide{t: t, cfg: cfg, log: log}
+	t.Cleanup(h.down)
+	h.up()
+	h2 := &hqSide{t: t, cfg: cfg, log: log}
+	t.Cleanup(h2.down)
+	h2.up()
+	js := h.js()
+	if info, err := js.Stream(ctx, cfg.Stream); err != nil {
+		t.Fatal(err)
+	} else if got := info.CachedInfo().Config.Replicas; got != 3 {
+		t.Fatalf("stream replicas %d, want 3", got)
+	}
+	if _, err := js.PauseConsumer(ctx, cfg.Stream, hq.ConsumerName, time.Now().Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+
+	s := newStoreSide(t, "SCLUS", cl.URL(), nil)
+	flows := s.sell(t, 1, 40)
+	testenv.WaitFor(t, time.Minute, "the cluster to acknowledge every sale", func() bool { return s.stats(t).Backlog == 0 })
+	if st := s.stats(t); st.Unconfirmed == 0 {
+		t.Fatalf("acked and not stored at HQ, yet unconfirmed %d: %+v", st.Unconfirmed, st)
+	}
+	stream, err := js.Stream(ctx, cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.ResumeConsumer(ctx, cfg.Stream, hq.ConsumerName); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	testenv.WaitFor(t, 2*time.Minute, "HQ to hold every journaled sale, confirmed", func() bool {
+		ok, _ := delivered(t, h, s, flows)
+		return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
+	})
+	t.Logf("repaired %v after the purge; resent %v rows, confirmed %v", time.Since(start).Round(time.Millisecond),
+		s.counter(t, "posedge_hq_resent_total"), s.counter(t, "posedge_hq_confirmed_total"))
+	if s.counter(t, "posedge_hq_resent_total") == 0 {
+		t.Error("the purged sales were never resent")
+	}
+	if got := s.counter(t, "posedge_hq_confirmed_total"); got != 40 {
+		t.Errorf("posedge_hq_confirmed_total %v, want 40 (each row once)", got)
+	}
+}
