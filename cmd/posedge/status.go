@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/edge/config"
-	"github.com/posedge/posedge/edge/daemon"
+	"github.com/posedge/posedge/edge/health"
 	"github.com/posedge/posedge/edge/status"
 	"github.com/posedge/posedge/offline/journal"
 )
@@ -78,17 +78,17 @@ func offlineReport(ctx context.Context, cfg *config.Config, cause error) status.
 		Plaintext: cfg.PlaintextWarnings()}
 	j, err := journal.Open(ctx, cfg.Journal.Path, journal.Options{ReadOnly: true})
 	if err != nil {
-		f.Journal = status.JournalFacts{Path: cfg.Journal.Path, Error: err.Error()}
+		f.Journal = health.Journal{Path: cfg.Journal.Path, Error: err.Error()}
 	} else {
 		// The daemon is down: a damaged journal is the first suspect (it
 		// refuses to serve on one), so look before reading figures from it.
 		if cerr := j.QuickCheck(ctx); errors.Is(cerr, journal.ErrDamaged) {
-			f.Journal = status.JournalFacts{Path: cfg.Journal.Path, Error: cerr.Error(), Damaged: true}
+			f.Journal = health.Journal{Path: cfg.Journal.Path, Error: cerr.Error(), Damaged: true}
 		} else {
-			f.Journal, f.HQ = daemon.JournalFacts(ctx, j, f.HQ)
-			f.Catalog = daemon.JournalCatalogFacts(ctx, j)
+			f.Journal, f.HQ = health.ReadJournal(ctx, j, f.HQ)
+			f.Catalog = health.ReadCatalog(ctx, j)
 		}
 		j.Close()
 	}
-	return status.Evaluate(f, daemon.Thresholds(cfg))
+	return status.Evaluate(f, status.ThresholdsOf(cfg))
 }

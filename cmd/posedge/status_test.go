@@ -186,8 +186,8 @@ func TestStatusUnknownOnUnreadableConfig(t *testing.T) {
 // With a daemon answering, status prints its report and exits with the
 // report's level: 0, 1 or 2.
 func TestStatusAsksTheDaemon(t *testing.T) {
-	for level, code := range map[string]int{"ok": 0, "warn": 1, "crit": 2} {
-		t.Run(level, func(t *testing.T) {
+	for level, code := range map[status.Level]int{status.OK: 0, status.Warn: 1, status.Crit: 2} {
+		t.Run(string(level), func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path != "/admin/v1/status" {
 					http.NotFound(w, r)

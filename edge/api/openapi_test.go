@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/posedge/posedge/edge/health"
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/edge/status"
 	"github.com/posedge/posedge/internal/apispec"
@@ -319,10 +320,10 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 		Status: func(ctx context.Context) any {
 			js, _ := e.j.Stats(ctx)
 			return status.Evaluate(status.Facts{Now: time.Now(), DaemonUp: true, Version: "test", StoreID: "S1",
-				UptimeSeconds: int64(time.Since(started) / time.Second), Degraded: e.ledger.Degraded(),
-				Redis:   status.RedisFacts{OK: e.ledger.Ping(ctx) == nil, Master: e.redis.NodeAddr(0), WantReplicas: 0},
-				HQ:      status.HQFacts{Connected: true},
-				Journal: status.JournalFacts{Path: "journal.db", DiskFree: 1 << 40, Rows: js.Rows}}, status.Thresholds{})
+				UptimeSeconds: int64(time.Since(started) / time.Second), Ledger: health.Ledger{Degraded: e.ledger.Degraded()},
+				Redis:   health.Redis{OK: e.ledger.Ping(ctx) == nil, Master: e.redis.NodeAddr(0), WantReplicas: 0},
+				HQ:      health.HQ{Connected: true},
+				Journal: health.Journal{Path: "journal.db", DiskFree: 1 << 40, Rows: js.Rows}}, status.Thresholds{})
 		}}))
 	t.Cleanup(adminSrv.Close)
 	admin := &oaServer{listener: "admin", url: adminSrv.URL, auth: adminToken}

@@ -24,9 +24,7 @@ import (
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/edge/reconcile"
-	"github.com/posedge/posedge/edge/status"
 	"github.com/posedge/posedge/internal/httpguard"
-	"github.com/posedge/posedge/offline/diskspace"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/replay"
 )
@@ -82,7 +80,8 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 		return fmt.Errorf("rate limiter: %w", err)
 	}
 	d.ledger, err = ledger.New(ctx, ledger.Config{StoreID: cfg.StoreID, NodeID: cfg.NodeID, Location: cfg.Location(), MaxSaleCents: cfg.MaxSaleCents,
-		RedisTimeout: cfg.Redis.Timeout.D(), MinReplicasAck: *cfg.Redis.MinReplicasAck, WaitTimeout: cfg.Redis.WaitTimeout.D()},
+		RedisTimeout: cfg.Redis.Timeout.D(), MinReplicasAck: *cfg.Redis.MinReplicasAck, WaitTimeout: cfg.Redis.WaitTimeout.D(),
+		Health: d.health},
 		d.rdb, j, log, d.reg)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
@@ -154,9 +153,8 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	jobs.Go(func() { d.pruneLoop(ctx) })
 	// The first reports before ready: /readyz and status never read an
 	// empty snapshot.
-	d.probe(ctx)
-	d.reportState()
-	go d.watchHealth(ctx)
+	d.health.Probe(ctx, d.probes())
+	go d.health.Watch(ctx, d.probes())
 	go func() {
 		if err := d.replay.Run(ctx); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("hq replay: %w", err)
@@ -210,86 +208,13 @@ func (d *Daemon) readyErr(context.Context) error {
 		return errors.New("starting: recovery not finished")
 	}
 	s := d.health.Snapshot()
-	if !s.Journal.Usable {
+	if s.Journal.Error != "" {
 		return fmt.Errorf("journal: %s", s.Journal.Error)
 	}
-	if s.Degraded {
+	if s.Ledger.Degraded {
 		return errors.New("redis unavailable: serving in degraded mode")
 	}
 	return nil
-}
-
-// Status judges the health snapshot with the journal's own figures (one
-// local query, the same the status command reads when the daemon is down).
-func (d *Daemon) Status(ctx context.Context) status.Report {
-	f := d.health.Snapshot().Facts(time.Now())
-	f.Version, f.StoreID, f.UptimeSeconds = d.version, d.cfg.StoreID, int64(time.Since(d.started)/time.Second)
-	f.Terminals, f.Reconciliation = d.seen.Snapshot(), d.rec.Differences()
-	f.Plaintext = d.cfg.PlaintextWarnings()
-	f.Journal, f.HQ = JournalFacts(ctx, d.j, f.HQ)
-	cs := d.catalog.State()
-	f.Catalog = &status.CatalogFacts{Revision: cs.Revision, AppliedAt: cs.AppliedAt, Watching: cs.Watching, DownSince: cs.DownSince}
-	return status.Evaluate(f, Thresholds(d.cfg))
-}
-
-// JournalFacts reads the journal's figures and the free space of its disk,
-// and fills the backlog part of hq from them.
-func JournalFacts(ctx context.Context, j *journal.Journal, hq status.HQFacts) (status.JournalFacts, status.HQFacts) {
-	jf := status.JournalFacts{Path: j.Path()}
-	jf.DiskFree = -1
-	if free, err := diskspace.Free(j.Path()); err == nil {
-		jf.DiskFree = free
-	}
-	st, err := j.Stats(ctx)
-	if err != nil {
-		jf.Error = err.Error()
-		return jf, hq
-	}
-	jf.SizeBytes, jf.Rows, jf.Quarantined, jf.Unapplied, jf.MaxFlowNo = st.SizeBytes, st.Rows, st.Quarantined, st.Unapplied, st.MaxFlowNo
-	if st.Unappliable > 0 {
-		if rows, err := j.Unappliable(ctx); err == nil {
-			for _, r := range rows {
-				jf.Unappliable = append(jf.Unappliable, r.FlowNo)
-			}
-		}
-	}
-	hq.Backlog, hq.BacklogBytes, hq.OldestUnsynced = st.Backlog, st.BacklogBytes, st.OldestUnsent
-	hq.Unconfirmed, hq.OldestUnconfirmedAck = st.Unconfirmed, st.OldestUnconfirmedAck
-
-	if hq.LastSyncAt == nil {
-		hq.LastSyncAt = st.LastAckedAt
-	}
-	return jf, hq
-}
-
-// JournalCatalogFacts is what the journal says of the catalog while the
-// daemon is down: the revision applied through and when, not watching.
-func JournalCatalogFacts(ctx context.Context, j *journal.Journal) *status.CatalogFacts {
-	if !j.CatalogInitialised() {
-		return &status.CatalogFacts{NotInitialised: true}
-	}
-	rev, _, at, err := j.CatalogMark(ctx)
-	if err != nil {
-		return nil
-	}
-	f := &status.CatalogFacts{Revision: rev}
-	if !at.IsZero() {
-		f.AppliedAt = &at
-	}
-	return f
-}
-
-// Thresholds are the status thresholds of a config. With a hard cap
-// (journal.max_bytes) and no quota, the quota is 80 % of the cap, so
-// status warns well before sales are refused.
-func Thresholds(c *config.Config) status.Thresholds {
-	quota := c.Journal.QuotaBytes
-	if quota == 0 && c.Journal.MaxBytes > 0 {
-		quota = c.Journal.MaxBytes / 10 * 8
-	}
-	return status.Thresholds{WarnFreeBytes: c.Journal.WarnFreeBytes, CritFreeBytes: c.Journal.CritFreeBytes,
-		QuotaBytes: quota, BacklogCritAge: c.HQ.BacklogCritAge.D(), RedisTimeout: c.Redis.Timeout.D(),
-		CatalogStaleAfter: c.HQ.CatalogStaleAfter.D(), UnconfirmedWarnAfter: status.UnconfirmedWarnFactor * c.HQ.ConfirmAfter.D()}
 }
 
 // journalPageSize is SQLite's default page size, which journal.max_bytes

@@ -5,53 +5,39 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/edge/health"
+	"github.com/posedge/posedge/edge/status"
 )
 
-// How often the daemon reports into its health snapshot: in-memory state
-// (the ledger's mode, the limiter, the replay's link) often, because it
-// costs nothing; Redis, the Sentinels and the journal less often, because
-// each probe is a round of network calls or a query.
-const (
-	reportEvery = 250 * time.Millisecond
-	probeEvery  = 2 * time.Second
-)
+// probes are what the health prober asks: Redis and the Sentinels, and
+// whether the journal answers. The ledger reports its mode itself, the
+// replay its publishes and acks (both through their Config.Health).
+func (d *Daemon) probes() health.Probes {
+	return health.Probes{
+		Redis: func(ctx context.Context) health.Redis { return probeRedis(ctx, d.cfg, d.rdb) },
+		Journal: func(ctx context.Context) error {
+			_, err := d.j.Stats(ctx)
+			return err
+		},
+	}
+}
 
-// reportState copies the subsystems' in-memory state into health.
-func (d *Daemon) reportState() {
-	d.health.SetLedger(d.ledger.Degraded())
-	d.health.SetLimiter(d.limiter.FallbackActive(), d.limiter.FallbackHeldUntil(), int64(d.limiter.Denied()))
+// Status judges the health facts with what is read when asked: the
+// in-memory state of the limiter, the replay and the catalog watch (free
+// to read, so never copied), and the journal's own figures (one local
+// query, the same the status command reads when the daemon is down).
+func (d *Daemon) Status(ctx context.Context) status.Report {
+	now := time.Now()
+	f := status.FromSnapshot(now, d.health.Snapshot())
+	f.Version, f.StoreID, f.UptimeSeconds = d.version, d.cfg.StoreID, int64(time.Since(d.started)/time.Second)
+	f.Terminals, f.Reconciliation = d.seen.Snapshot(), d.rec.Differences()
+	f.Plaintext = d.cfg.PlaintextWarnings()
+	f.Limiter = health.Limiter{SeenAt: now, Fallback: d.limiter.FallbackActive(), HeldUntil: d.limiter.FallbackHeldUntil(),
+		Denied: int64(d.limiter.Denied())}
 	rs := d.replay.Status()
-	d.health.SetHQLink(health.HQLink{Connected: rs.Connected, LastSyncAt: rs.LastSyncAt, LastError: rs.LastError,
-		RatePerSec: rs.RatePerSec, HQAnsweredAt: rs.HQAnsweredAt})
-}
-
-// probe asks Redis, the Sentinels and the journal, and reports what they said.
-func (d *Daemon) probe(ctx context.Context) {
-	d.health.SetRedis(probeRedis(ctx, d.cfg, d.rdb))
-	_, err := d.j.Stats(ctx)
-	if ctx.Err() == nil {
-		d.health.SetJournal(err)
-	}
-}
-
-// watchHealth reports into health until ctx ends. Readers (/readyz,
-// /admin/v1/status) only read the snapshot: a status asked for while
-// Redis hangs answers at once, with what the last probe saw.
-func (d *Daemon) watchHealth(ctx context.Context) {
-	go every(ctx, probeEvery, func() { d.probe(ctx) })
-	every(ctx, reportEvery, d.reportState)
-}
-
-// every calls fn every period until ctx ends.
-func every(ctx context.Context, period time.Duration, fn func()) {
-	t := time.NewTicker(period)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
-	}
+	f.HQ.SeenAt, f.HQ.Connected, f.HQ.LastSyncAt, f.HQ.LastError = now, rs.Connected, rs.LastSyncAt, rs.LastError
+	f.HQ.RatePerSec, f.HQ.HQAnsweredAt = rs.RatePerSec, rs.HQAnsweredAt
+	f.Journal, f.HQ = health.ReadJournal(ctx, d.j, f.HQ)
+	cs := d.catalog.State()
+	f.Catalog = &health.Catalog{SeenAt: now, Revision: cs.Revision, AppliedAt: cs.AppliedAt, Watching: cs.Watching, DownSince: cs.DownSince}
+	return status.Evaluate(f, status.ThresholdsOf(d.cfg))
 }

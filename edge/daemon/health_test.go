@@ -23,13 +23,13 @@ func TestRedisProbeReportsLatency(t *testing.T) {
 	cfg.Redis.Timeout, cfg.Redis.WaitTimeout = config.Dur(300*time.Millisecond), config.Dur(100*time.Millisecond)
 	rdb := NewRedis(&cfg)
 	defer rdb.Close()
-	th := Thresholds(&cfg)
+	th := status.ThresholdsOf(&cfg)
 	tr := health.New(nil)
 	ctx := context.Background()
 
 	judge := func() (status.Report, status.Check) {
-		tr.SetRedis(probeRedis(ctx, &cfg, rdb))
-		r := status.Evaluate(tr.Snapshot().Facts(time.Now()), th)
+		tr.ReportRedis(probeRedis(ctx, &cfg, rdb))
+		r := status.Evaluate(status.FromSnapshot(time.Now(), tr.Snapshot()), th)
 		var c status.Check
 		for _, ch := range r.Checks {
 			if ch.Name == "redis_latency" || (ch.Name == "redis" && ch.Status != status.OK) {
@@ -72,7 +72,7 @@ func TestRedisProbeNamesTheDownReplica(t *testing.T) {
 	rdb := NewRedis(&cfg)
 	defer rdb.Close()
 	ctx := context.Background()
-	if f := probeRedis(ctx, &cfg, rdb); !f.Reachable || f.Replicas != 2 || len(f.DownReplicas) != 0 {
+	if f := probeRedis(ctx, &cfg, rdb); !f.OK || f.Replicas != 2 || len(f.DownReplicas) != 0 {
 		t.Fatalf("healthy topology probed as %+v", f)
 	}
 	victim := (rd.MasterIndex() + 1) % 3
@@ -83,8 +83,8 @@ func TestRedisProbeNamesTheDownReplica(t *testing.T) {
 		return len(last.DownReplicas) == 1 && last.DownReplicas[0] == rd.NodeAddr(victim)
 	})
 	tr := health.New(nil)
-	tr.SetRedis(last)
-	r := status.Evaluate(tr.Snapshot().Facts(time.Now()), Thresholds(&cfg))
+	tr.ReportRedis(last)
+	r := status.Evaluate(status.FromSnapshot(time.Now(), tr.Snapshot()), status.ThresholdsOf(&cfg))
 	for _, c := range r.Checks {
 		if c.Name == "replicas" {
 			if c.Status != status.Warn || !strings.Contains(c.Detail, rd.NodeAddr(victim)) {

@@ -97,7 +97,7 @@ func probeRedis(ctx context.Context, c *config.Config, rdb redis.UniversalClient
 		f.ClockSkew = time.Since(t)
 	}
 	_ = timed(func() error { return rdb.Ping(ctx).Err() })
-	f.Reachable = true
+	f.OK = true
 	return f
 }
 

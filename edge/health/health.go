@@ -3,134 +3,89 @@ package health
 import (
 	"sync"
 	"time"
-
-	"github.com/posedge/posedge/edge/status"
 )
 
-// Redis is what the last probe of the Sentinels and the master saw.
-type Redis struct {
-	CheckedAt     time.Time // zero: not probed yet
-	Reachable     bool      // the master answers and takes writes
-	Master        string
-	Replicas      int // online replicas of the master
-	WantReplicas  int // redis.replicas
-	MaxLagSeconds int64
-	// DownReplicas are the replicas the Sentinels know but see down or
-	// disconnected (host:port), so a technician knows which one to look at.
-	DownReplicas []string
-	Sentinels    int // sentinels that answered
-	SentinelsAll int // sentinels configured
-	UsedMemory   int64
-	MaxMemory    int64
-	ClockSkew    time.Duration
-	// Latency is the fastest call of the probe: when even that one is
-	// slow, every call is.
-	Latency time.Duration
-	Error   string
-}
-
-// Journal is whether the journal answered the last time it was read.
-type Journal struct {
-	CheckedAt time.Time
-	Usable    bool
-	Error     string
-}
-
-// HQLink is the replay's view of the link to HQ.
-type HQLink struct {
-	Connected  bool
-	LastSyncAt *time.Time
-	LastError  string
-	RatePerSec float64
-	// HQAnsweredAt is the last time posedge-hq answered a have query
-	// (delivery confirmation); nil before the first.
-	HQAnsweredAt *time.Time
-}
-
-// Snapshot is a copy of everything reported, safe to keep.
-type Snapshot struct {
-	Redis    Redis
-	Journal  Journal
-	HQ       HQLink
-	Degraded bool // the ledger serves from the journal only
-	// Fallback: the rate limiter counts locally (Redis unreachable).
-	Fallback bool
-	// FallbackHeldUntil: Redis answers again and the fallback is held,
-	// on purpose, until then; zero otherwise.
-	FallbackHeldUntil time.Time
-	LimiterDenied     int64
-	// LastAckAt is when HQ last acknowledged a publish (or the outbox was
-	// found empty); AwaitingAckSince is when the first publish since then
-	// went out, zero while none awaits an ack.
-	LastAckAt        time.Time
-	AwaitingAckSince time.Time
-}
-
-// Tracker holds the latest reports. Its methods may be called from any
-// goroutine; the zero value is not usable, use New.
+// Tracker holds the latest fact of each subsystem. Its methods may be
+// called from any goroutine; the zero value is not usable, use New.
 type Tracker struct {
 	now func() time.Time
+	// reprobe wakes the prober when a reporter saw Redis fail, so the
+	// Redis fact is not left at what the probe before the fault saw.
+	reprobe chan struct{}
 
-	mu sync.Mutex
-	s  Snapshot
+	mu      sync.Mutex
+	redis   Redis
+	journal Journal
+	ledger  Ledger
+	// The replay's ack bookkeeping (the stall rule reads it).
+	lastAckAt, awaitingAckSince time.Time
 }
 
-// New returns an empty Tracker; now is the clock (nil = time.Now).
+// Snapshot is a copy of every fact reported, safe to keep. HQ holds the
+// ack bookkeeping only: the link's own state is the replay's, read from
+// it when asked.
+type Snapshot struct {
+	Redis   Redis
+	Journal Journal
+	Ledger  Ledger
+	HQ      HQ
+}
+
+// New returns a Tracker with nothing reported; now is the clock (nil =
+// time.Now). Until the first probe Redis reads "not probed yet", never
+// a healthy Redis.
 func New(now func() time.Time) *Tracker {
 	if now == nil {
 		now = time.Now
 	}
-	return &Tracker{now: now}
+	return &Tracker{now: now, reprobe: make(chan struct{}, 1), redis: Redis{Error: "not probed yet"}}
 }
 
-// SetRedis reports a probe of Redis.
-func (t *Tracker) SetRedis(r Redis) {
-	if r.CheckedAt.IsZero() {
-		r.CheckedAt = t.now()
+// ReportRedis reports what a probe of Redis saw (SeenAt zero: now).
+func (t *Tracker) ReportRedis(r Redis) {
+	if r.SeenAt.IsZero() {
+		r.SeenAt = t.now()
 	}
 	t.mu.Lock()
-	t.s.Redis = r
+	t.redis = r
 	t.mu.Unlock()
 }
 
-// SetJournal reports whether the journal could be read, err nil when it could.
-func (t *Tracker) SetJournal(err error) {
-	j := Journal{CheckedAt: t.now(), Usable: err == nil}
+// ReportJournal reports whether the journal answered, err nil when it did.
+func (t *Tracker) ReportJournal(err error) {
+	j := Journal{SeenAt: t.now()}
 	if err != nil {
 		j.Error = err.Error()
 	}
 	t.mu.Lock()
-	t.s.Journal = j
+	t.journal = j
 	t.mu.Unlock()
 }
 
-// SetHQLink reports the replay's connection state.
-func (t *Tracker) SetHQLink(l HQLink) {
+// LedgerMode is the ledger's report of a change of mode, made as it
+// switches (edge/ledger.HealthReporter). Entering degraded mode means a
+// Redis call just failed: the prober is woken to look at Redis now.
+func (t *Tracker) LedgerMode(degraded bool) {
 	t.mu.Lock()
-	t.s.HQ = l
+	t.ledger = Ledger{SeenAt: t.now(), Degraded: degraded}
 	t.mu.Unlock()
+	if degraded {
+		select {
+		case t.reprobe <- struct{}{}:
+		default: // a probe is already due
+		}
+	}
 }
 
-// SetLedger reports the ledger's mode.
-func (t *Tracker) SetLedger(degraded bool) {
-	t.mu.Lock()
-	t.s.Degraded = degraded
-	t.mu.Unlock()
-}
-
-// SetLimiter reports the rate limiter's state; heldUntil is the end of the
-// fallback's hold after Redis returned (zero when not held).
-func (t *Tracker) SetLimiter(fallback bool, heldUntil time.Time, denied int64) {
-	t.mu.Lock()
-	t.s.Fallback, t.s.FallbackHeldUntil, t.s.LimiterDenied = fallback, heldUntil, denied
-	t.mu.Unlock()
-}
+// Reprobe is signalled when a reporter saw Redis fail: the prober looks
+// again at once instead of at its next tick.
+func (t *Tracker) Reprobe() <-chan struct{} { return t.reprobe }
 
 // HQPublished reports a batch handed to the link: its acks are awaited.
 func (t *Tracker) HQPublished(at time.Time) {
 	t.mu.Lock()
-	if t.s.AwaitingAckSince.IsZero() {
-		t.s.AwaitingAckSince = at
+	if t.awaitingAckSince.IsZero() {
+		t.awaitingAckSince = at
 	}
 	t.mu.Unlock()
 }
@@ -139,10 +94,10 @@ func (t *Tracker) HQPublished(at time.Time) {
 // nothing awaits an ack any more.
 func (t *Tracker) HQAcked(at time.Time) {
 	t.mu.Lock()
-	if at.After(t.s.LastAckAt) {
-		t.s.LastAckAt = at
+	if at.After(t.lastAckAt) {
+		t.lastAckAt = at
 	}
-	t.s.AwaitingAckSince = time.Time{}
+	t.awaitingAckSince = time.Time{}
 	t.mu.Unlock()
 }
 
@@ -150,40 +105,22 @@ func (t *Tracker) HQAcked(at time.Time) {
 // next connection, whose wait starts afresh.
 func (t *Tracker) HQLinkDown() {
 	t.mu.Lock()
-	t.s.AwaitingAckSince = time.Time{}
+	t.awaitingAckSince = time.Time{}
 	t.mu.Unlock()
 }
 
-// Snapshot is a copy of the latest reports.
+// Snapshot is a copy of the latest facts.
 func (t *Tracker) Snapshot() Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.s
-}
-
-// Facts are the snapshot as edge/status judges it: the Redis, HQ link,
-// mode and limiter parts. The caller adds who the daemon is, the journal's
-// figures and the backlog.
-func (s Snapshot) Facts(now time.Time) status.Facts {
-	f := status.Facts{Now: now, DaemonUp: true, Degraded: s.Degraded, FallbackActive: s.Fallback,
-		FallbackHeldUntil: s.FallbackHeldUntil, LimiterDenied: s.LimiterDenied}
-	r := s.Redis
-	f.Redis = status.RedisFacts{OK: r.Reachable, Master: r.Master, Replicas: r.Replicas, WantReplicas: r.WantReplicas,
-		SentinelsAll: r.SentinelsAll, Error: r.Error,
-		UsedMemory: r.UsedMemory, MaxMemory: r.MaxMemory, Sentinels: r.Sentinels, ClockSkew: r.ClockSkew,
-		MaxLagSeconds: r.MaxLagSeconds, Latency: r.Latency, DownReplicas: r.DownReplicas}
-	if r.CheckedAt.IsZero() {
-		f.Redis.Error = "not probed yet"
+	s := Snapshot{Redis: t.redis, Journal: t.journal, Ledger: t.ledger}
+	if !t.lastAckAt.IsZero() {
+		at := t.lastAckAt
+		s.HQ.LastAckAt = &at
 	}
-	f.HQ = status.HQFacts{Connected: s.HQ.Connected, LastSyncAt: s.HQ.LastSyncAt, LastError: s.HQ.LastError,
-		RatePerSec: s.HQ.RatePerSec, HQAnsweredAt: s.HQ.HQAnsweredAt}
-	if !s.LastAckAt.IsZero() {
-		at := s.LastAckAt
-		f.HQ.LastAckAt = &at
+	if !t.awaitingAckSince.IsZero() {
+		at := t.awaitingAckSince
+		s.HQ.AwaitingAckSince = &at
 	}
-	if !s.AwaitingAckSince.IsZero() {
-		at := s.AwaitingAckSince
-		f.HQ.AwaitingAckSince = &at
-	}
-	return f
+	return s
 }

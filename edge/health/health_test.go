@@ -1,15 +1,21 @@
 package health
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/posedge/posedge/edge/status"
 )
 
 var t0 = time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+
+func at(p *time.Time) time.Time {
+	if p == nil {
+		return time.Time{}
+	}
+	return *p
+}
 
 // The ack bookkeeping the stall rule reads: the first publish after an
 // ack starts the wait, later ones do not move it, an ack or a lost link
@@ -32,50 +38,76 @@ func TestAwaitingAck(t *testing.T) {
 	tr := New(nil)
 	for _, s := range steps {
 		s.do(tr)
-		got := tr.Snapshot()
-		if !got.AwaitingAckSince.Equal(s.wantAwaiting) || !got.LastAckAt.Equal(s.wantLastAck) {
+		got := tr.Snapshot().HQ
+		if !at(got.AwaitingAckSince).Equal(s.wantAwaiting) || !at(got.LastAckAt).Equal(s.wantLastAck) {
 			t.Fatalf("%s: awaiting %v last ack %v, want %v %v", s.name, got.AwaitingAckSince, got.LastAckAt, s.wantAwaiting, s.wantLastAck)
 		}
 	}
 }
 
-// What was reported is what status judges: a hung HQ reported by the
-// replay turns the report WARN with hq.stalled, a Redis never probed is
-// not taken for a healthy one.
-func TestFactsFromReports(t *testing.T) {
-	tr := New(func() time.Time { return t0 })
-	now := t0.Add(time.Minute)
-	th := status.Thresholds{BacklogCritAge: time.Hour, RedisTimeout: 300 * time.Millisecond}
-
-	f := tr.Snapshot().Facts(now)
-	if f.Redis.OK || f.Redis.Error != "not probed yet" || !f.DaemonUp {
-		t.Fatalf("before any probe: %+v", f.Redis)
+// Each fact carries the time its owner reported it; a Redis never
+// probed is not a healthy one.
+func TestFactsAreStampedWhenReported(t *testing.T) {
+	clock := t0
+	tr := New(func() time.Time { return clock })
+	if s := tr.Snapshot(); s.Redis.OK || s.Redis.Error != "not probed yet" || !s.Redis.SeenAt.IsZero() {
+		t.Fatalf("before any probe: %+v", s.Redis)
 	}
-
-	tr.SetRedis(Redis{Reachable: true, Master: "127.0.0.1:6379", Replicas: 2, WantReplicas: 2, Sentinels: 3, SentinelsAll: 3,
-		Latency: time.Millisecond})
-	tr.SetHQLink(HQLink{Connected: true, LastError: "nats: timeout"})
-	tr.SetLedger(false)
-	tr.SetLimiter(true, now.Add(42*time.Second), 7)
-	tr.SetJournal(nil)
-	tr.HQAcked(t0)
-	tr.HQPublished(t0.Add(20 * time.Second))
-	f = tr.Snapshot().Facts(now)
-	f.HQ.Backlog = 12
-	r := status.Evaluate(f, th)
-	if r.Status != status.Warn || !r.HQ.Stalled || r.Redis.Master != "127.0.0.1:6379" || f.LimiterDenied != 7 {
-		t.Fatalf("report %+v", r)
+	tr.ReportRedis(Redis{OK: true, Master: "127.0.0.1:6379"})
+	clock = t0.Add(time.Second)
+	tr.ReportJournal(errors.New("disk I/O error"))
+	clock = t0.Add(2 * time.Second)
+	tr.LedgerMode(true)
+	s := tr.Snapshot()
+	if !s.Redis.SeenAt.Equal(t0) || !s.Redis.OK {
+		t.Fatalf("redis %+v", s.Redis)
 	}
-	if !f.FallbackActive || !f.FallbackHeldUntil.Equal(now.Add(42*time.Second)) {
-		t.Fatalf("limiter facts: active %v, held until %v", f.FallbackActive, f.FallbackHeldUntil)
-	}
-	if s := tr.Snapshot(); !s.Journal.Usable || !s.Redis.CheckedAt.Equal(t0) {
-		t.Fatalf("snapshot %+v", s)
-	}
-	tr.SetJournal(errors.New("disk I/O error"))
-	if s := tr.Snapshot(); s.Journal.Usable || s.Journal.Error != "disk I/O error" {
+	if !s.Journal.SeenAt.Equal(t0.Add(time.Second)) || s.Journal.Error != "disk I/O error" {
 		t.Fatalf("journal %+v", s.Journal)
 	}
+	if !s.Ledger.SeenAt.Equal(t0.Add(2*time.Second)) || !s.Ledger.Degraded {
+		t.Fatalf("ledger %+v", s.Ledger)
+	}
+	seen := t0.Add(-time.Minute)
+	tr.ReportRedis(Redis{SeenAt: seen})
+	if s := tr.Snapshot(); !s.Redis.SeenAt.Equal(seen) {
+		t.Fatalf("a probe's own time was replaced: %v", s.Redis.SeenAt)
+	}
+}
+
+// The ledger entering degraded mode wakes the prober: Redis is looked at
+// now, not at the next tick (2 s later), so the Redis fact catches up
+// with the fault the ledger just hit. Leaving degraded mode does not.
+func TestDegradedModeWakesTheProber(t *testing.T) {
+	tr := New(nil)
+	probed := make(chan struct{}, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tr.Watch(ctx, Probes{Redis: func(context.Context) Redis { probed <- struct{}{}; return Redis{OK: false, Error: "refused"} }})
+	}()
+	tr.LedgerMode(false)
+	select {
+	case <-probed:
+		t.Fatal("leaving degraded mode woke the prober")
+	case <-time.After(200 * time.Millisecond):
+	}
+	start := time.Now()
+	tr.LedgerMode(true)
+	select {
+	case <-probed:
+	case <-time.After(ProbeEvery / 2):
+		t.Fatalf("no probe %v after the ledger went degraded", time.Since(start))
+	}
+	for deadline := time.Now().Add(time.Second); tr.Snapshot().Redis.Error != "refused"; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the probe's answer was not reported: %+v", tr.Snapshot().Redis)
+		}
+	}
+	cancel()
+	<-done
 }
 
 // Reporters and readers on many goroutines (run with -race).
@@ -86,15 +118,16 @@ func TestConcurrentReportsAndReads(t *testing.T) {
 		wg.Go(func() {
 			for n := 0; n < 200; n++ {
 				tr.HQPublished(time.Now())
-				tr.SetRedis(Redis{Reachable: n%2 == 0})
+				tr.ReportRedis(Redis{OK: n%2 == 0})
+				tr.LedgerMode(n%3 == 0)
 				tr.HQAcked(time.Now())
-				_ = tr.Snapshot().Facts(time.Now())
+				_ = tr.Snapshot()
 			}
 		})
 	}
 	wg.Wait()
 	// Every goroutine's last report is an ack, so the last report of all is.
-	if s := tr.Snapshot(); !s.AwaitingAckSince.IsZero() || s.LastAckAt.IsZero() {
+	if s := tr.Snapshot(); s.HQ.AwaitingAckSince != nil || s.HQ.LastAckAt == nil {
 		t.Fatalf("snapshot %+v", s)
 	}
 }

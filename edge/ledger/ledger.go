@@ -38,6 +38,9 @@ type Config struct {
 	// in-flight record is abandoned is judged by Redis's clock instead
 	// (existing), so a jump of this clock cannot change that verdict.
 	Now func() time.Time
+
+	// Health is told of each change of mode as it happens; may be nil.
+	Health HealthReporter
 }
 
 // Ledger records sales and refunds.
@@ -54,6 +57,9 @@ type Ledger struct {
 	seqFloor    atomic.Int64 // highest Redis sequence number journaled
 	degradedSeq atomic.Int64 // last degraded-mode sequence of this node
 	redisDown   atomic.Bool
+	// modeReportMu keeps a switch of mode and its report together, so
+	// health never hears two concurrent switches in the wrong order.
+	modeReportMu sync.Mutex
 	// modeMu: degraded transactions are journaled under its read lock,
 	// the hand-over to Redis takes it to apply the last of them (handOver).
 	modeMu sync.RWMutex
@@ -190,14 +196,20 @@ func (l *Ledger) Degraded() bool { return l.redisDown.Load() }
 // SetRedisDown switches degraded mode on or off (the health prober and
 // failed calls decide).
 func (l *Ledger) SetRedisDown(down bool) {
-	if l.redisDown.Swap(down) != down {
-		if down {
-			l.log.Warn("redis unavailable: degraded mode, sales are journaled only")
-			l.metrics.degraded.Set(1)
-		} else {
-			l.log.Info("redis back: leaving degraded mode")
-			l.metrics.degraded.Set(0)
-		}
+	l.modeReportMu.Lock()
+	defer l.modeReportMu.Unlock()
+	if l.redisDown.Swap(down) == down {
+		return
+	}
+	if down {
+		l.log.Warn("redis unavailable: degraded mode, sales are journaled only")
+		l.metrics.degraded.Set(1)
+	} else {
+		l.log.Info("redis back: leaving degraded mode")
+		l.metrics.degraded.Set(0)
+	}
+	if l.cfg.Health != nil {
+		l.cfg.Health.LedgerMode(down)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -13,15 +14,21 @@ const width = 100
 
 // Render writes the one-screen human form of a report: a header, then one
 // line per check with its level (OK, WARN, CRIT, UNKNOWN), its name and
-// what was seen; under a check that is not OK, "→" and what to do.
+// what was seen, and how long ago when the fact was probed rather than
+// read for this report ("(seen 2s ago)"); under a check that is not OK,
+// "→" and what to do.
 func Render(w io.Writer, r Report) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "posedge %s  store %s  mode %s  status %s\n", orDash(r.Version), orDash(r.StoreID), r.Mode, strings.ToUpper(r.Status))
+	fmt.Fprintf(&b, "posedge %s  store %s  mode %s  status %s\n", orDash(r.Version), orDash(r.StoreID), r.Mode, strings.ToUpper(string(r.Status)))
 	const indent = 2 + 7 + 2 + 14 + 1 // "  " level "  " name " "
 	pad := strings.Repeat(" ", indent)
 	for _, c := range r.Checks {
-		lines := wrap(c.Detail, width-indent)
-		fmt.Fprintf(&b, "  %-7s  %-14s %s\n", strings.ToUpper(c.Status), c.Name, lines[0])
+		detail := c.Detail
+		if c.AgeSeconds != nil {
+			detail += " (seen " + human(time.Duration(*c.AgeSeconds)*time.Second) + " ago)"
+		}
+		lines := wrap(detail, width-indent)
+		fmt.Fprintf(&b, "  %-7s  %-14s %s\n", strings.ToUpper(string(c.Status)), c.Name, lines[0])
 		for _, l := range lines[1:] {
 			b.WriteString(pad + l + "\n")
 		}

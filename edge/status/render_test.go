@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/posedge/posedge/edge/health"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -17,18 +19,18 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the curr
 // rewrites them; review the diff like any other change.
 func TestRenderGolden(t *testing.T) {
 	worst := healthy()
-	worst.Redis = RedisFacts{OK: false, Master: "10.0.0.5:6379", Error: "dial tcp 10.0.0.5:6379: connect: connection refused",
+	worst.Redis = health.Redis{OK: false, Master: "10.0.0.5:6379", Error: "dial tcp 10.0.0.5:6379: connect: connection refused",
 		WantReplicas: 2, Sentinels: 1, SentinelsAll: 3}
-	worst.Degraded, worst.FallbackActive = true, true
-	worst.HQ = HQFacts{Connected: false, LastSyncAt: ago(3 * time.Hour), Backlog: 5230, OldestUnsynced: ago(3 * time.Hour),
+	worst.Ledger.Degraded, worst.Limiter.Fallback = true, true
+	worst.HQ = health.HQ{Connected: false, LastSyncAt: ago(3 * time.Hour), Backlog: 5230, OldestUnsynced: ago(3 * time.Hour),
 		LastError: "nats: no servers available for connection"}
 	worst.Journal.DiskFree, worst.Journal.SizeBytes, worst.Journal.Quarantined = 200<<20, 3<<30, 2
 	worst.Reconciliation = 4
 	worst.Terminals = manyTerminals(12)
 
 	down := Facts{Now: now, DaemonError: "dial tcp 127.0.0.1:8081: connect: connection refused (admin 127.0.0.1:8081)", StoreID: "S001",
-		HQ:      HQFacts{Backlog: 42, OldestUnsynced: ago(20 * time.Minute), LastSyncAt: ago(20 * time.Minute)},
-		Journal: JournalFacts{Path: "/var/lib/posedge/journal.db", SizeBytes: 48 << 20, DiskFree: 20 << 30, Rows: 18234}}
+		HQ:      health.HQ{Backlog: 42, OldestUnsynced: ago(20 * time.Minute), LastSyncAt: ago(20 * time.Minute)},
+		Journal: health.Journal{Path: "/var/lib/posedge/journal.db", SizeBytes: 48 << 20, DiskFree: 20 << 30, Rows: 18234}}
 
 	warn := healthy()
 	warn.Redis.Replicas = 1
@@ -40,7 +42,18 @@ func TestRenderGolden(t *testing.T) {
 	stalled.HQ.LastError = "nats: timeout waiting for ack"
 	stalled.Redis.Latency = 190 * time.Millisecond
 
+	// As the daemon reports it: Redis probed 2 s ago, every Redis line
+	// with that age; then the prober stuck for 14 s.
+	probed := healthy()
+	probed.Redis.SeenAt = now.Add(-2 * time.Second)
+	stale := healthy()
+	stale.Redis.SeenAt = now.Add(-14 * time.Second)
+	staleTh := thresholds()
+	staleTh.StaleAfter = StaleAfter
+
 	cases := map[string]Report{
+		"probed":       Evaluate(probed, staleTh),
+		"stale":        Evaluate(stale, staleTh),
 		"hq-stalled":   Evaluate(stalled, thresholds()),
 		"ok":           Evaluate(healthy(), thresholds()),
 		"warn":         Evaluate(warn, thresholds()),
@@ -79,8 +92,8 @@ func TestRenderGolden(t *testing.T) {
 				}
 			}
 			for _, c := range r.Checks {
-				if !strings.Contains(b.String(), "  "+strings.ToUpper(c.Status)+" ") {
-					t.Errorf("no %s line for check %s", strings.ToUpper(c.Status), c.Name)
+				if !strings.Contains(b.String(), "  "+strings.ToUpper(string(c.Status))+" ") {
+					t.Errorf("no %s line for check %s", strings.ToUpper(string(c.Status)), c.Name)
 				}
 			}
 		})

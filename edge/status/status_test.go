@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/edge/health"
 )
 
 var now = time.Date(2026, 11, 30, 14, 5, 0, 0, time.UTC)
@@ -16,12 +18,12 @@ func ago(d time.Duration) *time.Time { t := now.Add(-d); return &t }
 func healthy() Facts {
 	return Facts{
 		Now: now, DaemonUp: true, Version: "1.4.0", StoreID: "S001", UptimeSeconds: 3*86400 + 4*3600,
-		Redis: RedisFacts{OK: true, Master: "10.0.0.5:6379", Replicas: 2, WantReplicas: 2,
+		Redis: health.Redis{OK: true, Master: "10.0.0.5:6379", Replicas: 2, WantReplicas: 2,
 			UsedMemory: 120 << 20, MaxMemory: 512 << 20, Sentinels: 3, SentinelsAll: 3, ClockSkew: 2 * time.Millisecond},
-		HQ: HQFacts{Connected: true, LastSyncAt: ago(2 * time.Second), Backlog: 3, BacklogBytes: 2100,
+		HQ: health.HQ{Connected: true, LastSyncAt: ago(2 * time.Second), Backlog: 3, BacklogBytes: 2100,
 			OldestUnsynced: ago(time.Second), RatePerSec: 4.5},
-		Journal:       JournalFacts{Path: "/var/lib/posedge/journal.db", SizeBytes: 48 << 20, DiskFree: 20 << 30, Rows: 18234},
-		LimiterDenied: 12,
+		Journal: health.Journal{Path: "/var/lib/posedge/journal.db", SizeBytes: 48 << 20, DiskFree: 20 << 30, Rows: 18234},
+		Limiter: health.Limiter{Denied: 12},
 		Terminals: map[string]time.Time{"T01": now.Add(-3 * time.Second), "T02": now.Add(-41 * time.Second),
 			"T03": now.Add(-2 * time.Hour)},
 	}
@@ -38,22 +40,22 @@ func TestEveryContractRule(t *testing.T) {
 	cases := []struct {
 		name  string
 		edit  func(*Facts)
-		level string
+		level Level
 		check string // the check carrying the level
 		mode  string
 	}{
 		{"healthy store", func(*Facts) {}, OK, "", "normal"},
 		{"daemon unreachable", func(f *Facts) {
 			*f = Facts{Now: now, DaemonError: "connection refused", StoreID: "S001",
-				Journal: JournalFacts{Path: "/j.db", DiskFree: 20 << 30, Rows: 10}}
+				Journal: health.Journal{Path: "/j.db", DiskFree: 20 << 30, Rows: 10}}
 		}, Crit, "daemon", "unknown"},
 		{"redis master unreachable", func(f *Facts) {
-			f.Redis.OK, f.Redis.Error, f.Degraded = false, "dial tcp 10.0.0.5:6379: connection refused", true
+			f.Redis.OK, f.Redis.Error, f.Ledger.Degraded = false, "dial tcp 10.0.0.5:6379: connection refused", true
 		}, Crit, "redis", "degraded"},
 		{"redis refusing writes (READONLY)", func(f *Facts) {
 			f.Redis.OK, f.Redis.Error = false, "the node answering is a slave, not the master"
 		}, Crit, "redis", "degraded"},
-		{"degraded mode while redis answers again", func(f *Facts) { f.Degraded = true }, Crit, "mode", "degraded"},
+		{"degraded mode while redis answers again", func(f *Facts) { f.Ledger.Degraded = true }, Crit, "mode", "degraded"},
 		{"rows unconfirmed past 10 × confirm_after while posedge-hq answers", func(f *Facts) {
 			f.HQ.Unconfirmed, f.HQ.OldestUnconfirmedAck, f.HQ.HQAnsweredAt = 7, ago(6*time.Minute), ago(10*time.Second)
 		}, Warn, "hq_confirm", "normal"},
@@ -82,7 +84,7 @@ func TestEveryContractRule(t *testing.T) {
 		{"reconciliation differences", func(f *Facts) { f.Reconciliation = 1 }, Warn, "reconciliation", "normal"},
 		{"journal unreadable", func(f *Facts) { f.Journal.Error = "database disk image is malformed" }, Crit, "journal", "normal"},
 		{"catalog watch down longer than catalog_stale_after", func(f *Facts) {
-			f.Catalog = &CatalogFacts{Revision: 812, AppliedAt: ago(3 * time.Hour), DownSince: *ago(61 * time.Minute)}
+			f.Catalog = &health.Catalog{Revision: 812, AppliedAt: ago(3 * time.Hour), DownSince: *ago(61 * time.Minute)}
 		}, Warn, "catalog", "normal"},
 	}
 	for _, tc := range cases {
@@ -93,7 +95,7 @@ func TestEveryContractRule(t *testing.T) {
 			if r.Status != tc.level || r.Mode != tc.mode {
 				t.Fatalf("status %s mode %s, want %s %s; checks %+v", r.Status, r.Mode, tc.level, tc.mode, r.Checks)
 			}
-			want := map[string]int{OK: 0, Warn: 1, Crit: 2}[tc.level]
+			want := map[Level]int{OK: 0, Warn: 1, Crit: 2}[tc.level]
 			if got := ExitCode(r.Status); got != want {
 				t.Fatalf("exit code %d, want %d", got, want)
 			}
@@ -119,8 +121,8 @@ func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
 		"terminal silent for days":           func(f *Facts) { f.Terminals["T09"] = now.Add(-72 * time.Hour) },
 		"many terminals":                     func(f *Facts) { f.Terminals = manyTerminals(40) },
 		"no terminal seen yet":               func(f *Facts) { f.Terminals = nil },
-		"limiter denying a lot":              func(f *Facts) { f.LimiterDenied = 1_000_000 },
-		"fallback limiter flag":              func(f *Facts) { f.FallbackActive = true },
+		"limiter denying a lot":              func(f *Facts) { f.Limiter.Denied = 1_000_000 },
+		"fallback limiter flag":              func(f *Facts) { f.Limiter.Fallback = true },
 		"one sentinel answers":               func(f *Facts) { f.Redis.Sentinels = 1 },
 		"no sentinel configured":             func(f *Facts) { f.Redis.SentinelsAll, f.Redis.Sentinels = 0, 0 },
 		"clock skew of minutes":              func(f *Facts) { f.Redis.ClockSkew = 4 * time.Minute },
@@ -155,10 +157,10 @@ func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
 		"redis answering fast":                      func(f *Facts) { f.Redis.Latency = 800 * time.Microsecond },
 		"redis latency just under half its timeout": func(f *Facts) { f.Redis.Latency = 149 * time.Millisecond },
 		"catalog watching, last change days ago": func(f *Facts) {
-			f.Catalog = &CatalogFacts{Revision: 9, AppliedAt: ago(72 * time.Hour), Watching: true}
+			f.Catalog = &health.Catalog{Revision: 9, AppliedAt: ago(72 * time.Hour), Watching: true}
 		},
-		"catalog never applied, watching":  func(f *Facts) { f.Catalog = &CatalogFacts{Watching: true} },
-		"catalog watch down 59 minutes":    func(f *Facts) { f.Catalog = &CatalogFacts{Revision: 9, DownSince: *ago(59 * time.Minute)} },
+		"catalog never applied, watching":  func(f *Facts) { f.Catalog = &health.Catalog{Watching: true} },
+		"catalog watch down 59 minutes":    func(f *Facts) { f.Catalog = &health.Catalog{Revision: 9, DownSince: *ago(59 * time.Minute)} },
 		"plaintext links (told, not WARN)": func(f *Facts) { f.Plaintext = []string{"listen 0.0.0.0:8080 is off loopback without tls"} },
 	}
 	for name, edit := range cases {
@@ -178,7 +180,7 @@ func TestNothingElseTurnsAHealthyStoreWarn(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
-	for level, code := range map[string]int{OK: 0, Warn: 1, Crit: 2, Unknown: 3, "": 3, "bogus": 3} {
+	for level, code := range map[Level]int{OK: 0, Warn: 1, Crit: 2, Unknown: 3, "": 3, "bogus": 3} {
 		if got := ExitCode(level); got != code {
 			t.Errorf("ExitCode(%q) = %d, want %d", level, got, code)
 		}
@@ -205,7 +207,7 @@ func TestReportHasTheContractFields(t *testing.T) {
 	}
 }
 
-func level(r Report, name string) string {
+func level(r Report, name string) Level {
 	for _, c := range r.Checks {
 		if c.Name == name {
 			return c.Status
@@ -292,12 +294,12 @@ func TestSlowRedisShowsTheLatency(t *testing.T) {
 func TestCatalogObject(t *testing.T) {
 	cases := []struct {
 		name    string
-		catalog *CatalogFacts
+		catalog *health.Catalog
 		want    string
 	}{
 		{"not known", nil, ""},
-		{"never applied", &CatalogFacts{Watching: true}, `{"revision":0,"applied_at":null,"watching":true}`},
-		{"applied, watch down", &CatalogFacts{Revision: 42, AppliedAt: ago(90 * time.Second), DownSince: now},
+		{"never applied", &health.Catalog{Watching: true}, `{"revision":0,"applied_at":null,"watching":true}`},
+		{"applied, watch down", &health.Catalog{Revision: 42, AppliedAt: ago(90 * time.Second), DownSince: now},
 			`{"revision":42,"applied_at":"2026-11-30T14:03:30Z","watching":false}`},
 	}
 	for _, tc := range cases {
@@ -341,19 +343,19 @@ func TestStatusNamesWhatIsWrong(t *testing.T) {
 			f.Redis.Replicas, f.Redis.DownReplicas = 1, []string{"10.0.0.7:6379"}
 		}},
 		{"fallback held after Redis returned", "limiter", "held 42s more after Redis returned (deliberate: one full window)", func(f *Facts) {
-			f.FallbackActive, f.FallbackHeldUntil = true, f.Now.Add(41*time.Second+300*time.Millisecond)
+			f.Limiter.Fallback, f.Limiter.HeldUntil = true, f.Now.Add(41*time.Second+300*time.Millisecond)
 		}},
 		{"fallback hold of unknown end", "limiter", "held after Redis returned (deliberate", func(f *Facts) {
-			f.FallbackActive = true
+			f.Limiter.Fallback = true
 		}},
 		{"fallback hold over, no request since", "limiter", "is over; Redis decides again from the next request", func(f *Facts) {
-			f.FallbackActive, f.FallbackHeldUntil = true, f.Now.Add(-time.Second)
+			f.Limiter.Fallback, f.Limiter.HeldUntil = true, f.Now.Add(-time.Second)
 		}},
 		{"a fast Redis never shown as 0s", "redis_latency", "answers in 42µs", func(f *Facts) {
 			f.Redis.Latency = 42 * time.Microsecond
 		}},
 		{"fallback while Redis is down", "limiter", "Redis unreachable", func(f *Facts) {
-			f.FallbackActive, f.Redis.OK, f.Degraded = true, false, true
+			f.Limiter.Fallback, f.Redis.OK, f.Ledger.Degraded = true, false, true
 		}},
 	}
 	for _, c := range cases {
@@ -372,7 +374,7 @@ func TestStatusNamesWhatIsWrong(t *testing.T) {
 func TestCatalogNotInitialised(t *testing.T) {
 	f := healthy()
 	f.DaemonUp, f.DaemonError = false, "connection refused"
-	f.Catalog = &CatalogFacts{NotInitialised: true}
+	f.Catalog = &health.Catalog{NotInitialised: true}
 	r := Evaluate(f, thresholds())
 	for _, c := range r.Checks {
 		if c.Name == "catalog" {
@@ -403,4 +405,77 @@ func TestPlaintextLinksAreTold(t *testing.T) {
 		}
 	}
 	t.Fatalf("no plaintext check in %+v", r.Checks)
+}
+
+// Each probed fact carries its age, and a Redis fact older than
+// StaleAfter is no longer believed: one UNKNOWN, stale line instead of
+// the OK it last said, and the mode judged by the ledger alone.
+func TestFactAgeAndStaleness(t *testing.T) {
+	th := thresholds()
+	th.StaleAfter = StaleAfter
+	cases := []struct {
+		name      string
+		seen      time.Duration // Redis last probed this long ago
+		redisOK   bool
+		degraded  bool
+		wantLevel Level
+		wantMode  string
+		wantAge   int64
+		wantStale bool
+	}{
+		{"fresh healthy fact", 2 * time.Second, true, false, OK, "normal", 2, false},
+		{"at the threshold, still believed", StaleAfter, true, false, OK, "normal", int64(StaleAfter / time.Second), false},
+		{"stale OK is not OK", StaleAfter + time.Second, true, false, Unknown, "normal", int64(StaleAfter/time.Second) + 1, true},
+		{"stale failure is not taken for degraded", time.Minute, false, false, Unknown, "normal", 60, true},
+		{"stale, ledger degraded: crit all the same", time.Minute, true, true, Crit, "degraded", 60, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := healthy()
+			f.Redis.SeenAt, f.Redis.OK, f.Ledger.Degraded = now.Add(-tc.seen), tc.redisOK, tc.degraded
+			if !tc.redisOK {
+				f.Redis.Error = "connection refused"
+			}
+			r := Evaluate(f, th)
+			if r.Status != tc.wantLevel || r.Mode != tc.wantMode {
+				t.Fatalf("status %s mode %s, want %s %s; checks %+v", r.Status, r.Mode, tc.wantLevel, tc.wantMode, r.Checks)
+			}
+			var redis *Check
+			for i, c := range r.Checks {
+				switch c.Name {
+				case "redis":
+					redis = &r.Checks[i]
+				case "replicas", "redis_latency", "sentinels", "clock", "redis_memory":
+					if tc.wantStale {
+						t.Errorf("stale Redis fact still judged by %s: %+v", c.Name, c)
+					} else if c.AgeSeconds == nil || *c.AgeSeconds != tc.wantAge {
+						t.Errorf("%s carries age %v, want %d", c.Name, c.AgeSeconds, tc.wantAge)
+					}
+				}
+			}
+			if redis == nil || redis.Stale != tc.wantStale || redis.AgeSeconds == nil || *redis.AgeSeconds != tc.wantAge {
+				t.Fatalf("redis check %+v, want stale %v age %d", redis, tc.wantStale, tc.wantAge)
+			}
+			if tc.wantStale && (redis.Status != Unknown || !strings.Contains(redis.Detail, "stale") || redis.Hint == "") {
+				t.Fatalf("stale redis check %+v", redis)
+			}
+			if r.Redis.SeenAt == nil || *r.Redis.SeenAt != now.Add(-tc.seen).UTC().Format(time.RFC3339) {
+				t.Fatalf("redis.seen_at %v", r.Redis.SeenAt)
+			}
+		})
+	}
+}
+
+// A fact read for the report (journal, HQ link) has no age; a fact never
+// seen has none either: the JSON says nothing rather than a false 0.
+func TestNoAgeWithoutASeenFact(t *testing.T) {
+	r := Evaluate(healthy(), thresholds())
+	for _, c := range r.Checks {
+		if c.AgeSeconds != nil || c.Stale {
+			t.Errorf("check %s has age %d / stale %v without a seen fact", c.Name, *c.AgeSeconds, c.Stale)
+		}
+	}
+	if r.Redis.SeenAt != nil {
+		t.Errorf("redis.seen_at %v", *r.Redis.SeenAt)
+	}
 }

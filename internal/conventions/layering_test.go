@@ -58,6 +58,12 @@ func layering() []layerRule {
 		{"edge/redisdb", "edge/ratelimit", "the store's Redis layout knows no limiter policy: the limiter calls it"},
 		{"edge/redisdb", "edge/lock", "the store's Redis layout is below the lock that runs its scripts"},
 		{"lua", "edge/", "scripts know no caller"},
+		// Health facts are below their judging, and neither links the
+		// daemon: `posedge status` judges a journal while the daemon is
+		// down (issue 25: it linked the whole daemon for two helpers).
+		{"edge/health", "edge/status", "facts are gathered without their judging"},
+		{"edge/health", "edge/daemon", "subsystems report facts; the daemon only wires them"},
+		{"edge/status", "edge/daemon", "status judges facts, it does not gather them"},
 		// The money core and its feeders know no HTTP: request decoding
 		// and the refusal → status mapping live in edge/api, so each can
 		// be tested and reused without a server.
@@ -67,6 +73,7 @@ func layering() []layerRule {
 		{"sync/replay", httpCode, "the replayer speaks NATS, not HTTP"},
 		{"edge/redisdb", httpCode, "the store's Redis knows no HTTP"},
 		{"lua", httpCode, "scripts know no HTTP"},
+		{"edge/health", httpCode, "facts are read by /readyz and status, they serve no HTTP"},
 		{"internal/cents", httpCode, "money arithmetic knows no HTTP"},
 		// The test harness stays out of shipped code.
 		{"", "internal/testenv", "the test harness is for tests only"},

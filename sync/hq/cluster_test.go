@@ -345,7 +345,7 @@ func checkChainMetrics(t *testing.T, c *chainHQ, chain *chainsim.Chain) {
 			strings.Contains(body, "\nposedge_hq_consumer_ack_pending_messages 0\n")
 	})
 	for _, s := range chain.Stores {
-		if want := fmt.Sprintf("\nposedge_hq_store_incomplete_days{store_id=%q} 0\n", s.ID); !strings.Contains(body, want) {
+		if want := fmt.Sprintf("\nposedge_hq_store_incomplete_manifests{store_id=%q} 0\n", s.ID); !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))
 		}
 	}

@@ -22,7 +22,7 @@ var (
 		"Messages delivered to a posedge-hq and not yet acked (being stored, or due for redelivery).", nil, nil)
 	consumerRedeliveredDesc = prometheus.NewDesc("posedge_hq_consumer_redelivered_messages",
 		"Messages delivered more than once and not yet acked.", nil, nil)
-	incompleteDesc = prometheus.NewDesc("posedge_hq_store_incomplete_days",
+	incompleteDesc = prometheus.NewDesc("posedge_hq_store_incomplete_manifests",
 		"Terminal-days of the store whose manifest differs from the stored rows (0: every manifest matches).", []string{"store_id"}, nil)
 )
 

@@ -59,7 +59,7 @@ func TestMetricsReportConsumerLagAndIncompleteDays(t *testing.T) {
 		a, ok2 := gauge(t, r.metrics, "posedge_hq_consumer_ack_pending_messages")
 		return ok1 && ok2 && p == 0 && a == 0
 	})
-	if v, ok := gauge(t, r.metrics, "posedge_hq_store_incomplete_days", "store_id", "S001"); !ok || v != 0 {
+	if v, ok := gauge(t, r.metrics, "posedge_hq_store_incomplete_manifests", "store_id", "S001"); !ok || v != 0 {
 		t.Errorf("incomplete days of S001 without a manifest = %v (reported %v), want 0", v, ok)
 	}
 
@@ -67,13 +67,13 @@ func TestMetricsReportConsumerLagAndIncompleteDays(t *testing.T) {
 	day := t0.Format("20060102")
 	insert(t, r.store, manifestMsg(t, wire.Manifest{StoreID: "S001", TerminalID: "T01", Date: day, Sales: 4, SalesCents: 400,
 		SentAt: t0.Format(time.RFC3339)}, t0))
-	if v, ok := gauge(t, r.metrics, "posedge_hq_store_incomplete_days", "store_id", "S001"); !ok || v != 1 {
+	if v, ok := gauge(t, r.metrics, "posedge_hq_store_incomplete_manifests", "store_id", "S001"); !ok || v != 1 {
 		t.Errorf("incomplete days of S001 = %v (reported %v), want 1", v, ok)
 	}
 	// The store's newer manifest agrees with HQ: complete again.
 	insert(t, r.store, manifestMsg(t, wire.Manifest{StoreID: "S001", TerminalID: "T01", Date: day, Sales: 3, SalesCents: 300,
 		SentAt: t0.Add(time.Minute).Format(time.RFC3339)}, t0.Add(time.Minute)))
-	if v, ok := gauge(t, r.metrics, "posedge_hq_store_incomplete_days", "store_id", "S001"); !ok || v != 0 {
+	if v, ok := gauge(t, r.metrics, "posedge_hq_store_incomplete_manifests", "store_id", "S001"); !ok || v != 0 {
 		t.Errorf("incomplete days of S001 after the right manifest = %v (reported %v), want 0", v, ok)
 	}
 }

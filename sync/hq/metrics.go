@@ -205,7 +205,7 @@ func collectFleetEntry(ch chan<- prometheus.Metric, e hqdb.StoreEntry, now time.
 		oldest = max(now.Sub(e.OldestUnsentAt).Seconds(), 0)
 	}
 	g(oldestDesc, oldest)
-	// posedge_hq_store_incomplete_days comes from the consumer
+	// posedge_hq_store_incomplete_manifests comes from the consumer
 	// collector (consumermetrics.go).
 	g(storeConflictsDesc, float64(e.Conflicts))
 	g(storeQuarantinedDesc, float64(e.Quarantined))
