@@ -248,7 +248,11 @@ func TestFigures(t *testing.T) {
 		sz, mode = fullSizes, "full"
 	}
 	h := setup(t, sz)
-	run := runInfo{Mode: mode, Reps: sz.Reps, Started: time.Now(), LoadStart: loadAvg()}
+	run := runInfo{Mode: mode, Reps: sz.Reps, Started: time.Now(), LoadStart: loadAvg(), Commit: gitDescribe()}
+	// The report is printed (and its file written) even when a phase
+	// fails, with what was measured so far; the doc only from a whole run.
+	whole := false
+	defer func() { h.finish(run, whole) }()
 	// A phase that measures its figures once is called Reps times: every
 	// figure is printed with its repetitions, their median and the load.
 	for range sz.Reps {
@@ -282,7 +286,17 @@ func TestFigures(t *testing.T) {
 	// Last: they grow Redis and the journal past what the others expect.
 	h.measureSizes()
 
+	whole = true
+}
+
+// finish prints the report and writes its file; from a whole run, the
+// doc's table too, and the figure lines are checked.
+func (h *harness) finish(run runInfo, whole bool) {
+	t := h.t
 	run.Took, run.LoadEnd = time.Since(run.Started), loadAvg()
+	if !whole {
+		run.Mode += ", stopped early: a phase failed"
+	}
 	var out bytes.Buffer
 	h.report(&out, run)
 	os.Stdout.Write(out.Bytes())
@@ -292,8 +306,10 @@ func TestFigures(t *testing.T) {
 		}
 		run.Output = filepath.Base(p)
 	}
+	if !whole {
+		return
+	}
 	if p := os.Getenv("POSEDGE_BENCH_DOC"); p != "" {
-		run.Commit = gitDescribe()
 		if err := rewriteDocTable(p, docTable(run, h.figs)); err != nil {
 			t.Errorf("rewrite the table of %s: %v", p, err)
 		}
