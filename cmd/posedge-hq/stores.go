@@ -9,12 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/posedge/posedge/internal/listenaddr"
 	"github.com/posedge/posedge/sync/hq"
 )
 
@@ -86,9 +86,9 @@ func (c *storesCommand) Run(ctx context.Context, args []string) error {
 // token and, when admin.tls is set, trusting exactly its certificate (the
 // command runs on the HQ box itself).
 func askFleet(ctx context.Context, cfg *hq.Config, timeout time.Duration) ([]hq.StoreEntry, error) {
-	host, err := adminHost(cfg.AdminListen)
+	host, err := listenaddr.Local(cfg.AdminListen)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
 	client := &http.Client{Timeout: timeout}
 	base := "http://" + host
@@ -141,23 +141,4 @@ func askFleet(ctx context.Context, cfg *hq.Config, timeout time.Duration) ([]hq.
 		return nil, errors.New(`the answer to GET /v1/stores has no "stores"`)
 	}
 	return v.Stores, nil
-}
-
-// adminHost is where to reach a listener bound to listen: an unspecified
-// host (0.0.0.0, ::) means every address of this machine, so loopback of
-// the same family is asked.
-func adminHost(listen string) (string, error) {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", fmt.Errorf("admin.listen %q: %w", listen, err)
-	}
-	switch ip := net.ParseIP(host); {
-	case host == "":
-		host = "127.0.0.1"
-	case ip != nil && ip.IsUnspecified() && ip.To4() != nil:
-		host = "127.0.0.1"
-	case ip != nil && ip.IsUnspecified():
-		host = "::1"
-	}
-	return net.JoinHostPort(host, port), nil
 }

@@ -9,13 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/internal/listenaddr"
 )
 
 // configFlag is the --config flag every subcommand takes: the file named,
@@ -54,9 +54,9 @@ type adminClient struct {
 // newAdminClient is the client of cfg's admin listener. An admin token
 // file that cannot be read is an error, not a request sent without it.
 func newAdminClient(cfg *config.Config, timeout time.Duration) (*adminClient, error) {
-	host, err := adminHost(cfg.Admin.Listen)
+	host, err := listenaddr.Local(cfg.Admin.Listen)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("admin.listen: %w", err)
 	}
 	c := &adminClient{base: "http://" + host, timeout: timeout, http: &http.Client{}}
 	tc, err := adminTLS(cfg)
@@ -71,25 +71,6 @@ func newAdminClient(cfg *config.Config, timeout time.Duration) (*adminClient, er
 		return nil, fmt.Errorf("admin.token_file: %w", err)
 	}
 	return c, nil
-}
-
-// adminHost is where to reach a listener bound to listen: a host left
-// unspecified ("", 0.0.0.0, ::) means every address of this machine, so
-// the loopback one of the same family is asked.
-func adminHost(listen string) (string, error) {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil {
-		return "", fmt.Errorf("admin.listen %q: %w", listen, err)
-	}
-	switch ip := net.ParseIP(host); {
-	case host == "":
-		host = "127.0.0.1"
-	case ip != nil && ip.IsUnspecified() && ip.To4() != nil:
-		host = "127.0.0.1"
-	case ip != nil && ip.IsUnspecified():
-		host = "::1"
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 // adminTLS is how to reach an admin listener with admin.tls set, nil

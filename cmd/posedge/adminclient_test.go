@@ -18,27 +18,6 @@ import (
 	"github.com/posedge/posedge/internal/testenv"
 )
 
-func TestAdminHost(t *testing.T) {
-	cases := []struct{ listen, want string }{
-		{"127.0.0.1:8081", "127.0.0.1:8081"},
-		{"0.0.0.0:8081", "127.0.0.1:8081"},
-		{":8081", "127.0.0.1:8081"},
-		{"[::]:8081", "[::1]:8081"},
-		{"[::1]:8081", "[::1]:8081"},
-		{"[fe80::1]:8081", "[fe80::1]:8081"},
-		{"10.0.0.7:8081", "10.0.0.7:8081"},
-		{"store-pc:8081", "store-pc:8081"},
-	}
-	for _, c := range cases {
-		if got, err := adminHost(c.listen); err != nil || got != c.want {
-			t.Errorf("adminHost(%q) = %q, %v; want %q", c.listen, got, err, c.want)
-		}
-	}
-	if _, err := adminHost("8081"); err == nil || !strings.Contains(err.Error(), "admin.listen") {
-		t.Errorf("adminHost without a port: %v", err)
-	}
-}
-
 // serveAdmin serves the real admin API on a loopback listener of network
 // ("tcp4" or "tcp6") bound to bind, and returns its address.
 func serveAdmin(t *testing.T, network, bind, token string, status func(context.Context) any) string {

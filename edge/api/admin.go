@@ -10,6 +10,7 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/internal/cents"
 	"github.com/posedge/posedge/internal/httpguard"
@@ -190,7 +191,7 @@ func (a *adminAPI) promo(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		if ledger.IsRedisUnavailable(err) {
+		if redisdb.IsUnavailable(err) {
 			writeError(w, http.StatusServiceUnavailable, "redis_unavailable", "storing the promotion needs Redis")
 			return
 		}

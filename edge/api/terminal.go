@@ -15,8 +15,8 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/ratelimit"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/internal/httpguard"
-	"github.com/redis/go-redis/v9"
 )
 
 // TerminalDeps are what the terminal API needs.
@@ -62,12 +62,13 @@ type terminalAPI struct{ TerminalDeps }
 type termHandler func(w http.ResponseWriter, r *http.Request, term string)
 
 // readHandler is a termHandler that also gets the reply of a read made in
-// the limiter's round trip (nil when it did not run there).
-type readHandler func(w http.ResponseWriter, r *http.Request, term string, reply redis.Cmder)
+// the limiter's round trip (the zero Reply when it did not run there),
+// opaque here: only the ledger reads it.
+type readHandler func(w http.ResponseWriter, r *http.Request, term string, reply redisdb.Reply)
 
 // readQueuer queues, for r, a read-only command into the limiter's round
 // trip, or nothing (nil).
-type readQueuer func(r *http.Request) ratelimit.Read
+type readQueuer func(r *http.Request) redisdb.Read
 
 // NewTerminal returns the terminal API handler.
 func NewTerminal(d TerminalDeps) http.Handler {
@@ -96,7 +97,7 @@ func sourceAddr(r *http.Request) string {
 // guard authenticates, then charges the limiter (every level at once)
 // before anything else: an allowed request is charged whatever follows.
 func (t *terminalAPI) guard(action string, h termHandler) http.Handler {
-	return t.guardRead(action, nil, func(w http.ResponseWriter, r *http.Request, term string, _ redis.Cmder) {
+	return t.guardRead(action, nil, func(w http.ResponseWriter, r *http.Request, term string, _ redisdb.Reply) {
 		h(w, r, term)
 	})
 }
@@ -123,7 +124,7 @@ func (t *terminalAPI) guardRead(action string, queue readQueuer, h readHandler) 
 		if t.Seen != nil {
 			t.Seen.mark(term)
 		}
-		var read ratelimit.Read
+		var read redisdb.Read
 		if queue != nil {
 			read = queue(r)
 		}
@@ -156,14 +157,11 @@ func (t *terminalAPI) auth(r *http.Request) (string, bool) {
 // itemRead reads the item in the limiter's round trip: one Redis round
 // trip per lookup. The ledger queues the read (it owns the item's key) or
 // nothing, for an invalid barcode or while degraded.
-func (t *terminalAPI) itemRead(r *http.Request) ratelimit.Read {
-	bc := r.PathValue("barcode")
-	return func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
-		return t.Ledger.QueueItem(ctx, p, bc)
-	}
+func (t *terminalAPI) itemRead(r *http.Request) redisdb.Read {
+	return t.Ledger.ItemRead(r.PathValue("barcode"))
 }
 
-func (t *terminalAPI) item(w http.ResponseWriter, r *http.Request, _ string, reply redis.Cmder) {
+func (t *terminalAPI) item(w http.ResponseWriter, r *http.Request, _ string, reply redisdb.Reply) {
 	bc := r.PathValue("barcode")
 	if !ledger.ValidBarcode(bc) {
 		writeError(w, http.StatusBadRequest, "invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]")

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -40,8 +40,6 @@ const (
 	CatalogDeferred = "deferred"
 )
 
-var catalogScript = lua.MustScript("catalog_apply.lua")
-
 // ApplyCatalog applies a catalog change to Redis (catalog_apply.lua, by
 // the precedence and revision rules), then to the daemon's item copy
 // with the revision applied through, in one journal transaction. Both
@@ -52,15 +50,9 @@ func (l *Ledger) ApplyCatalog(ctx context.Context, c CatalogChange) (string, err
 	if !ValidBarcode(c.Barcode) {
 		return "", fmt.Errorf("catalog change: barcode %q is not one the terminals can use", c.Barcode)
 	}
-	active, src, force := "0", "all", "0"
-	if c.Active {
-		active = "1"
-	}
+	src := "all"
 	if c.StoreKey {
 		src = "store"
-	}
-	if c.Force {
-		force = "1"
 	}
 	l.catalogMu.Lock()
 	defer l.catalogMu.Unlock()
@@ -68,14 +60,10 @@ func (l *Ledger) ApplyCatalog(ctx context.Context, c CatalogChange) (string, err
 	if err != nil {
 		return "", fmt.Errorf("apply catalog change of %s: %w", c.Barcode, err)
 	}
-	create := "1"
-	if known != nil {
-		create = "0"
-	}
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	res, err := catalogScript.Run(rctx, l.rdb, []string{l.k.item(c.Barcode)}, c.Name,
-		strconv.FormatInt(c.PriceCents, 10), active, strconv.FormatUint(c.Revision, 10), src, force, create).StringSlice()
+	res, err := redisdb.RunCatalogApply(rctx, l.rdb, l.k, redisdb.CatalogApply{Barcode: c.Barcode, Name: c.Name,
+		PriceCents: c.PriceCents, Active: c.Active, Revision: c.Revision, StoreKey: c.StoreKey, Force: c.Force, Create: known == nil}).StringSlice()
 	if err != nil {
 		if outage(ctx, err) {
 			l.SetRedisDown(true)
@@ -169,20 +157,14 @@ func (l *Ledger) RestoreItems(ctx context.Context) (applied, created int, err er
 	var missing []string
 	for i := 0; i < len(barcodes); i += restoreChunk {
 		chunk := barcodes[i:min(i+restoreChunk, len(barcodes))]
-		keys := make([]string, len(chunk))
-		args := make([]any, 1, 1+5*len(chunk))
-		args[0] = "catalog"
+		entries := make([]redisdb.CatalogEntry, len(chunk))
 		for n, b := range chunk {
-			keys[n] = l.k.item(b)
 			e, ok := cat[b]
-			if !ok {
-				args = append(args, "", "0", "1", "0", "")
-				continue
-			}
-			args = append(args, e.Name, strconv.FormatInt(e.PriceCents, 10), flag(e.Active), strconv.FormatUint(e.Revision, 10), e.Source)
+			entries[n] = redisdb.CatalogEntry{Barcode: b, Name: e.Name, PriceCents: e.PriceCents, Active: e.Active,
+				Revision: e.Revision, Source: e.Source, Known: ok}
 		}
 		rctx, cancel := context.WithTimeout(ctx, bulkTimeout)
-		res, err := restoreScript.Run(rctx, l.rdb, keys, args...).Int64Slice()
+		res, err := redisdb.RunRestoreCatalog(rctx, l.rdb, l.k, entries).Int64Slice()
 		cancel()
 		if err != nil {
 			return applied, 0, fmt.Errorf("apply the journal's catalog entries again: %w", err)
@@ -204,22 +186,20 @@ func (l *Ledger) RestoreItems(ctx context.Context) (applied, created int, err er
 		want[it.Barcode] = it
 	}
 	for i := 0; i < len(missing); i += restoreChunk {
-		keys := make([]string, 0, restoreChunk)
-		args := []any{"create"}
+		lost := make([]redisdb.LostItem, 0, restoreChunk)
 		for _, b := range missing[i:min(i+restoreChunk, len(missing))] {
 			it, ok := want[b]
 			if !ok {
 				continue // deleted meanwhile
 			}
-			keys = append(keys, l.k.item(b))
-			args = append(args, it.Name, strconv.FormatInt(it.PriceCents, 10), strconv.FormatInt(it.Expected, 10),
-				flag(it.Active), strconv.FormatUint(it.Revision, 10), it.Source)
+			lost = append(lost, redisdb.LostItem{Barcode: b, Name: it.Name, PriceCents: it.PriceCents, Stock: it.Expected,
+				Active: it.Active, Revision: it.Revision, Source: it.Source})
 		}
-		if len(keys) == 0 {
+		if len(lost) == 0 {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, bulkTimeout)
-		res, err := restoreScript.Run(rctx, l.rdb, keys, args...).Int64Slice()
+		res, err := redisdb.RunRestoreCreate(rctx, l.rdb, l.k, lost).Int64Slice()
 		cancel()
 		if err != nil {
 			return applied, created, fmt.Errorf("restore items redis lost: %w", err)
@@ -227,13 +207,4 @@ func (l *Ledger) RestoreItems(ctx context.Context) (applied, created int, err er
 		created += int(res[0])
 	}
 	return applied, created, nil
-}
-
-var restoreScript = lua.MustScript("item_restore.lua")
-
-func flag(b bool) string {
-	if b {
-		return "1"
-	}
-	return "0"
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -26,7 +27,7 @@ type Item struct {
 func (l *Ledger) PutItem(ctx context.Context, it Item) error {
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	err := l.rdb.HSet(rctx, l.k.item(it.Barcode), "name", it.Name, "price_cents", it.PriceCents, "stock", it.Stock).Err()
+	err := l.rdb.HSet(rctx, l.k.Item(it.Barcode), "name", it.Name, "price_cents", it.PriceCents, "stock", it.Stock).Err()
 	if err != nil {
 		if outage(ctx, err) {
 			l.SetRedisDown(true)
@@ -41,9 +42,6 @@ func (l *Ledger) PutItem(ctx context.Context, it Item) error {
 	return nil
 }
 
-// itemFields are the item hash's fields an Item is read from.
-var itemFields = [...]string{"name", "price_cents", "stock", "active"}
-
 // Item looks an item up in Redis, or in the daemon's copy (stale) while
 // Redis is down.
 func (l *Ledger) Item(ctx context.Context, barcode string) (*Item, error) {
@@ -52,39 +50,41 @@ func (l *Ledger) Item(ctx context.Context, barcode string) (*Item, error) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	return l.itemReply(ctx, barcode, l.rdb.HMGet(rctx, l.k.item(barcode), itemFields[:]...))
+	return l.itemReply(ctx, barcode, redisdb.ReadItem(rctx, l.rdb, l.k.Item(barcode)))
 }
 
-// QueueItem queues the read of barcode's item into p, for a caller that
-// shares another round trip (the rate limiter's decision) and then hands
-// the reply to ItemFrom. It queues nothing and returns nil while the
-// ledger is degraded (ItemFrom then reads the daemon's copy) or for an
-// invalid barcode (no key is made of it).
-func (l *Ledger) QueueItem(ctx context.Context, p redis.Pipeliner, barcode string) redis.Cmder {
-	if l.Degraded() || !ValidBarcode(barcode) {
-		return nil
+// ItemRead is the read of barcode's item, for a caller that shares
+// another round trip (the rate limiter's decision) and then hands the
+// reply to ItemFrom. It queues nothing (the reply stays the zero one)
+// while the ledger is degraded (ItemFrom then reads the daemon's copy) or
+// for an invalid barcode (no key is made of it).
+func (l *Ledger) ItemRead(barcode string) redisdb.Read {
+	return func(ctx context.Context, p redis.Pipeliner) redis.Cmder {
+		if l.Degraded() || !ValidBarcode(barcode) {
+			return nil
+		}
+		return redisdb.ReadItem(ctx, p, l.k.Item(barcode))
 	}
-	return p.HMGet(ctx, l.k.item(barcode), itemFields[:]...)
 }
 
-// ItemFrom is Item from the reply of a read QueueItem queued. A nil reply
+// ItemFrom is Item from the reply of an ItemRead. A zero reply
 // (the read did not run: nothing was queued, or the round trip failed
 // before its reply) makes it look the item up as Item does.
-func (l *Ledger) ItemFrom(ctx context.Context, barcode string, reply redis.Cmder) (*Item, error) {
-	hm, ok := reply.(*redis.SliceCmd)
-	if l.Degraded() || !ok || hm == nil {
+func (l *Ledger) ItemFrom(ctx context.Context, barcode string, reply redisdb.Reply) (*Item, error) {
+	hm, ok := reply.ItemReply()
+	if l.Degraded() || !ok {
 		return l.Item(ctx, barcode)
 	}
 	return l.itemReply(ctx, barcode, hm)
 }
 
-// itemReply reads an HMGET of itemFields; an outage makes the ledger
-// degraded and answers from the daemon's copy.
+// itemReply reads the reply of a redisdb.ReadItem; an outage makes the
+// ledger degraded and answers from the daemon's copy.
 func (l *Ledger) itemReply(ctx context.Context, barcode string, hm *redis.SliceCmd) (*Item, error) {
 	m, err := hm.Result()
 	if err == nil {
 		// Never known, or deactivated by HQ's catalog (active "0").
-		if len(m) != len(itemFields) || m[0] == nil || str(m[3]) == "0" {
+		if len(m) != redisdb.NumItemFields || m[0] == nil || str(m[3]) == "0" {
 			return nil, Errorf(KindNotFound, "item_not_found", "barcode %s is not in the item master", barcode)
 		}
 		it := &Item{Barcode: barcode, Name: str(m[0])}
@@ -141,8 +141,8 @@ func (l *Ledger) NewToken(ctx context.Context, term string) (*Token, error) {
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
 	pipe := l.rdb.TxPipeline()
-	pipe.HSet(rctx, l.k.token(tok), "terminal", term, "state", "PENDING")
-	pipe.Expire(rctx, l.k.token(tok), TokenTTL)
+	pipe.HSet(rctx, l.k.Token(tok), "terminal", term, "state", "PENDING")
+	pipe.Expire(rctx, l.k.Token(tok), TokenTTL)
 	if _, err := pipe.Exec(rctx); err != nil {
 		if outage(ctx, err) {
 			l.SetRedisDown(true)
@@ -158,7 +158,7 @@ func (l *Ledger) NewToken(ctx context.Context, term string) (*Token, error) {
 func (l *Ledger) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	err := l.rdb.Set(ctx, l.k.alive(), l.owner, time.Minute).Err()
+	err := l.rdb.Set(ctx, l.k.Alive(), l.owner, time.Minute).Err()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return err
 	}

@@ -17,9 +17,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/internal/cents"
-	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -41,8 +41,7 @@ type Ledger struct {
 	rdb     redis.UniversalClient
 	j       *journal.Journal
 	log     *slog.Logger
-	k       keys
-	script  *redis.Script
+	k       redisdb.Keys
 	owner   string // this daemon instance: tells its own in-flight records from a crashed one's
 	now     func() time.Time
 	metrics *metrics
@@ -133,13 +132,9 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	if cfg.IdemTTL < 24*time.Hour {
 		cfg.IdemTTL = 48 * time.Hour
 	}
-	script, err := lua.Script("txn.lua")
-	if err != nil {
-		return nil, err
-	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	l := &Ledger{cfg: cfg, rdb: rdb, j: j, log: log, k: newKeys(cfg.StoreID), script: script,
+	l := &Ledger{cfg: cfg, rdb: rdb, j: j, log: log, k: redisdb.NewKeys(cfg.StoreID),
 		owner: hex.EncodeToString(b[:]), now: time.Now, metrics: newMetrics(reg), inflight: map[string]bool{}}
 	floor, err := j.MaxSeq(ctx)
 	if err != nil {
@@ -235,37 +230,12 @@ func (l *Ledger) fromJournal(ctx context.Context, term, key, fp string) (*Result
 	return &Result{Body: t.Body, FlowNo: t.FlowNo, Replayed: true}, nil
 }
 
-// IsRedisUnavailable tells errors that mean "Redis cannot take writes now":
-// network failures, timeouts, and the refusals of a Redis that answers but
-// will not write (OOM, READONLY, NOREPLICAS, MISCONF, LOADING, MASTERDOWN).
-// A cancelled call (the till hung up) says nothing about Redis: it is not
-// an outage.
-func IsRedisUnavailable(err error) bool {
-	if err == nil || errors.Is(err, redis.Nil) || errors.Is(err, context.Canceled) {
-		return false
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, redis.ErrClosed) {
-		return true
-	}
-	msg := err.Error()
-	for _, p := range []string{"OOM", "READONLY", "NOREPLICAS", "MISCONF", "LOADING", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	var re redis.Error
-	if errors.As(err, &re) {
-		return false // any other Redis reply error is a bug, not an outage
-	}
-	return true // network errors: refused, reset, i/o timeout, EOF
-}
-
 // outage tells whether err from a Redis call made for ctx means Redis is
 // down, the condition for degraded mode. Once the caller has cancelled,
 // whatever the call returned is no evidence either way, so a till hanging
 // up can never switch the store's mode.
 func outage(ctx context.Context, err error) bool {
-	return IsRedisUnavailable(err) && !errors.Is(ctx.Err(), context.Canceled)
+	return redisdb.IsUnavailable(err) && !errors.Is(ctx.Err(), context.Canceled)
 }
 
 // txnArgs is one run of txn.lua.
@@ -284,23 +254,21 @@ type scriptLine struct {
 	qty, sold, refundedJr int64
 }
 
+// call is a's run of txn.lua (or txn_undo.lua) as the script takes it.
+func (l *Ledger) call(a txnArgs) redisdb.Txn {
+	t := redisdb.Txn{Mode: a.mode, Term: a.term, Key: a.key, Fingerprint: a.fp, Tender: a.tender, Day: a.day, Hour: a.hour,
+		Total: a.total, Owner: l.owner, NowMillis: l.now().UnixMilli(), SeqFloor: l.seqFloor.Load(),
+		IdemTTLSeconds: int64(l.cfg.IdemTTL / time.Second), BodyRest: a.bodyRest, TokenForm: a.tokenForm,
+		Flow: a.flow, RefundOf: a.refundOf, MaxSaleCents: l.cfg.MaxSaleCents, Lines: make([]redisdb.TxnLine, len(a.lines))}
+	for i, ln := range a.lines {
+		t.Lines[i] = redisdb.TxnLine{Barcode: ln.barcode, Qty: ln.qty, Sold: ln.sold, RefundedJr: ln.refundedJr}
+	}
+	return t
+}
+
 // run executes txn.lua and WAITs for replicas on the same connection in one
 // round trip. A NOSCRIPT (e.g. a just-promoted replica) is retried with EVAL.
 func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
-	ks := []string{l.k.idem(a.term, a.key), l.k.seq(), l.k.daily(a.day), l.k.hourly(a.day), l.k.token(a.key), l.k.refunded(a.refundOf)}
-	argv := []any{a.mode, a.term, a.fp, a.tender, a.total, a.hour, l.owner, l.now().UnixMilli(),
-		l.seqFloor.Load(), int64(l.cfg.IdemTTL / time.Second), a.bodyRest, boolArg(a.tokenForm), a.flow, len(a.lines)}
-	for _, ln := range a.lines {
-		ks = append(ks, l.k.item(ln.barcode))
-		argv = append(argv, ln.barcode, ln.qty, ln.sold, ln.refundedJr)
-	}
-	if !strings.HasPrefix(a.mode, "apply_") {
-		// A request is bounded by today's max_sale_cents; a journaled
-		// transaction was checked when it was recorded, and a bound
-		// lowered since must not make it unappliable (the script's own
-		// bound, cents.MaxSaleCentsCeiling, still holds).
-		argv = append(argv, l.cfg.MaxSaleCents)
-	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout+l.cfg.WaitTimeout)
 	defer cancel()
 	start := time.Now()
@@ -310,8 +278,8 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 	// journal already: it is not made to WAIT, which on a just-promoted
 	// master whose replicas are still syncing would cost wait_timeout per
 	// transaction and hold the repair (and normal mode) for minutes.
-	wantWait := l.cfg.MinReplicasAck > 0 && !strings.HasPrefix(a.mode, "apply_")
-	ev := lua.RunPipelined(ctx, l.rdb, l.script, ks, argv, func(pipe redis.Pipeliner) {
+	wantWait := l.cfg.MinReplicasAck > 0 && !redisdb.IsApply(a.mode)
+	ev := redisdb.RunTxn(ctx, l.rdb, l.k, l.call(a), func(pipe redis.Pipeliner) {
 		if wantWait {
 			wait = pipe.Do(ctx, "WAIT", l.cfg.MinReplicasAck, l.cfg.WaitTimeout.Milliseconds())
 		}
@@ -328,13 +296,6 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 		l.metrics.waitShortfall.Inc()
 	}
 	return res, nil
-}
-
-func boolArg(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // IsTokenForm reports whether a key has the shape of a payment token.
@@ -465,16 +426,10 @@ func (l *Ledger) journalAppend(ctx context.Context, t journal.Txn) error {
 func (l *Ledger) complete(ctx context.Context, term, key string) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.RedisTimeout)
 	defer cancel()
-	ks := []string{l.k.idem(term, key)}
-	if IsTokenForm(key) {
-		ks = append(ks, l.k.token(key))
-	}
-	if err := completeScript.Run(ctx, l.rdb, ks).Err(); err != nil {
+	if err := redisdb.RunComplete(ctx, l.rdb, l.k, term, key, IsTokenForm(key)).Err(); err != nil {
 		l.log.Debug("mark idempotency record completed", "terminal", term, "err", err)
 	}
 }
-
-var completeScript = lua.MustScript("txn_complete.lua")
 
 func (l *Ledger) dayHour(t time.Time) (string, string) {
 	return businessday.DayHour(t, l.cfg.Location)

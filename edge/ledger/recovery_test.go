@@ -2,15 +2,11 @@ package ledger_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/offline/journal"
@@ -267,29 +263,5 @@ func TestCancelledRequestKeepsNormalMode(t *testing.T) {
 	}
 	if jt := e.journaled("T01", "c1"); jt != nil {
 		t.Fatalf("a cancelled sale was journaled: %+v", jt)
-	}
-}
-
-func TestIsRedisUnavailable(t *testing.T) {
-	tests := []struct {
-		name string
-		err  error
-		want bool
-	}{
-		{"no error", nil, false},
-		{"missing key", redis.Nil, false},
-		{"cancelled by the caller", context.Canceled, false},
-		{"cancelled, wrapped", fmt.Errorf("run txn.lua: %w", context.Canceled), false},
-		{"timeout", context.DeadlineExceeded, true},
-		{"timeout, wrapped", fmt.Errorf("run txn.lua: %w", context.DeadlineExceeded), true},
-		{"client closed", redis.ErrClosed, true},
-		{"connection refused", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}, true},
-		{"read-only replica", errors.New("READONLY You can't write against a read only replica."), true},
-		{"out of memory", errors.New("OOM command not allowed when used memory > 'maxmemory'."), true},
-	}
-	for _, tt := range tests {
-		if got := ledger.IsRedisUnavailable(tt.err); got != tt.want {
-			t.Errorf("%s: IsRedisUnavailable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
-		}
 	}
 }

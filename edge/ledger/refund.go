@@ -128,7 +128,7 @@ func priceUnits(orig []journal.Line, barcode string, skip, qty int64) []Line {
 func (l *Ledger) raiseRefunded(ctx context.Context, flow string, refunded map[string]int64) {
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	got, err := l.rdb.HGetAll(rctx, l.k.refunded(flow)).Result()
+	got, err := l.rdb.HGetAll(rctx, l.k.Refunded(flow)).Result()
 	if err != nil {
 		return
 	}

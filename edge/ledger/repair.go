@@ -8,14 +8,12 @@ import (
 	"strings"
 	"time"
 
-	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/offline/journal"
 )
 
 // Start-up and failover repair: Redis may have lost writes (a crash, a
 // restart, a Sentinel failover); the journal has them all.
-
-var seqRaiseScript = lua.MustScript("seq_raise.lua")
 
 // ReapplyWindow is how far back a Redis that lost writes is repaired from
 // the journal: far more than Sentinel failover or an AOF fsynced every
@@ -209,7 +207,7 @@ func (l *Ledger) catchUpDegraded(ctx context.Context) (int, error) {
 // recovered. Run at start, before /readyz turns 200.
 func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 	found := 0
-	iter := l.rdb.Scan(ctx, 0, l.k.idemScan(), 500).Iterator()
+	iter := l.rdb.Scan(ctx, 0, l.k.IdemScan(), 500).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		m, err := l.rdb.HGetAll(ctx, key).Result()
@@ -219,7 +217,7 @@ func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 		if m["state"] != "PROCESSING" || m["owner"] == l.owner {
 			continue
 		}
-		term, idem, ok := l.k.idemOf(key)
+		term, idem, ok := l.k.IdemOf(key)
 		if !ok {
 			continue
 		}
@@ -255,7 +253,7 @@ func (l *Ledger) RaiseSequence(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	return seqRaiseScript.Run(ctx, l.rdb, []string{l.k.seq()}, floor).Err()
+	return redisdb.RunSeqRaise(ctx, l.rdb, l.k, floor).Err()
 }
 
 // Repair brings Redis in line with the journal after it may have lost
@@ -309,7 +307,7 @@ func (l *Ledger) repair(ctx context.Context, runID string, reapply bool, applyDe
 	// Watch repairs again when it is gone.
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	if err := l.rdb.Set(ctx, l.k.repaired(), runID, 0).Err(); err != nil {
+	if err := l.rdb.Set(ctx, l.k.Repaired(), runID, 0).Err(); err != nil {
 		return fmt.Errorf("mark redis repaired: %w", err)
 	}
 	return nil
@@ -324,7 +322,7 @@ func (l *Ledger) lostData(ctx context.Context) (bool, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	n, err := l.rdb.Exists(ctx, l.k.repaired()).Result()
+	n, err := l.rdb.Exists(ctx, l.k.Repaired()).Result()
 	return n == 0, err
 }
 
@@ -432,7 +430,7 @@ func (l *Ledger) Start(ctx context.Context) (string, error) {
 func (l *Ledger) markedRepaired(ctx context.Context, runID string) bool {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	v, err := l.rdb.Get(ctx, l.k.repaired()).Result()
+	v, err := l.rdb.Get(ctx, l.k.Repaired()).Result()
 	return err == nil && runID != "" && v == runID
 }
 

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -96,15 +96,9 @@ func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*
 // stays PROCESSING: a retry journals it, and so would start-up recovery
 // (the residual case of docs/durability.md, "A 503 is never recorded").
 func (l *Ledger) undo(ctx context.Context, a txnArgs, flow string) {
-	ks := []string{l.k.idem(a.term, a.key), l.k.seq(), l.k.daily(a.day), l.k.hourly(a.day), l.k.token(a.key), l.k.refunded(a.refundOf)}
-	argv := []any{a.mode, a.term, a.fp, a.tender, a.total, a.hour, l.owner, flow, len(a.lines)}
-	for _, ln := range a.lines {
-		ks = append(ks, l.k.item(ln.barcode))
-		argv = append(argv, ln.barcode, ln.qty)
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.cfg.RedisTimeout)
 	defer cancel()
-	res, err := undoScript.Run(ctx, l.rdb, ks, argv...).Slice()
+	res, err := redisdb.RunUndo(ctx, l.rdb, l.k, l.call(a), flow).Slice()
 	if err != nil || len(res) == 0 || res[0] != "undone" {
 		l.metrics.undone.WithLabelValues("failed").Inc()
 		l.log.Error("could not take back in redis a sale the journal refused", "terminal", a.term, "flow_no", flow, "answer", res, "err", err)
@@ -112,8 +106,6 @@ func (l *Ledger) undo(ctx context.Context, a txnArgs, flow string) {
 	}
 	l.metrics.undone.WithLabelValues("undone").Inc()
 }
-
-var undoScript = lua.MustScript("txn_undo.lua")
 
 func (l *Ledger) recordDegraded(ctx context.Context, t journal.Txn, b body) (*Result, error) {
 	for {

@@ -12,19 +12,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/lock"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/internal/businessday"
-	"github.com/posedge/posedge/lua"
 	"github.com/posedge/posedge/offline/journal"
 )
 
 // What the daily reconciliation (edge/reconcile) reads from and writes to
 // Redis: operations on the store's counters, stock and job lock, never
-// key names, which stay this package's (keys.go).
-
-var (
-	snapshotScript = lua.MustScript("snapshot.lua")
-	correctScript  = lua.MustScript("correct.lua")
-)
+// key names, which stay edge/redisdb's.
 
 // bulkTimeout bounds one snapshot or one chunk of corrections: a single
 // script over hundreds of keys, slower than a request's RedisTimeout.
@@ -51,20 +46,10 @@ type Snapshot struct {
 // Snapshot reads the flow sequence, the counters of days and the stock of
 // barcodes in one script.
 func (l *Ledger) Snapshot(ctx context.Context, days, barcodes []string) (*Snapshot, error) {
-	keys := make([]string, 0, 1+2*len(days)+len(barcodes))
-	keys = append(keys, l.k.seq())
-	for _, d := range days {
-		keys = append(keys, l.k.daily(d))
-	}
-	for _, d := range days {
-		keys = append(keys, l.k.hourly(d))
-	}
-	for _, b := range barcodes {
-		keys = append(keys, l.k.item(b))
-	}
+	keys := l.k.SnapshotKeys(days, barcodes)
 	ctx, cancel := context.WithTimeout(ctx, bulkTimeout)
 	defer cancel()
-	res, err := snapshotScript.Run(ctx, l.rdb, keys, len(days)).Slice()
+	res, err := redisdb.RunSnapshot(ctx, l.rdb, keys, len(days)).Slice()
 	if err != nil {
 		return nil, fmt.Errorf("snapshot redis counters and stock: %w", err)
 	}
@@ -197,38 +182,29 @@ func (c Corrections) Len() int { return len(c.Counters) + len(c.Stock) + len(c.R
 // nothing more (lock.ErrFenced). It returns how many corrections were
 // applied, all of them unless an error says otherwise.
 func (l *Ledger) Correct(ctx context.Context, lk *lock.Lock, c Corrections) (int, error) {
-	keys := make([]string, 0, c.Len())
-	args := make([]any, 0, 4*c.Len())
+	ops := make([]redisdb.CorrectOp, 0, c.Len())
 	for _, d := range c.Counters {
-		k := l.k.daily(d.Day)
-		if d.Hourly {
-			k = l.k.hourly(d.Day)
-		}
-		keys = append(keys, k)
-		args = append(args, "counter", d.Field, d.Delta, "")
+		ops = append(ops, l.k.CounterOp(d.Day, d.Hourly, d.Field, d.Delta))
 	}
 	for _, s := range c.Stock {
-		keys = append(keys, l.k.item(s.Barcode))
-		args = append(args, "stock", "", s.Delta, "")
+		ops = append(ops, l.k.StockOp(s.Barcode, s.Delta))
 	}
 	paired := map[int]bool{} // a 'catalog' op, never split from its 'item'
 	for _, it := range c.Restore {
-		keys = append(keys, l.k.item(it.Barcode))
-		args = append(args, "item", it.Name, strconv.FormatInt(it.PriceCents, 10), it.Stock)
+		ops = append(ops, l.k.ItemOp(it.Barcode, it.Name, it.PriceCents, it.Stock))
 		if it.Revision > 0 {
-			paired[len(keys)] = true
-			keys = append(keys, l.k.item(it.Barcode))
-			args = append(args, "catalog", flag(it.Active), strconv.FormatUint(it.Revision, 10), it.Source)
+			paired[len(ops)] = true
+			ops = append(ops, l.k.CatalogOp(it.Barcode, it.Active, it.Revision, it.Source))
 		}
 	}
 	done := 0
-	for i := 0; i < len(keys); {
-		j := min(i+correctChunk, len(keys))
+	for i := 0; i < len(ops); {
+		j := min(i+correctChunk, len(ops))
 		if paired[j] {
 			j++
 		}
 		cctx, cancel := context.WithTimeout(ctx, bulkTimeout)
-		_, err := lk.Run(cctx, correctScript, keys[i:j], args[4*i:4*j]...)
+		err := redisdb.RunCorrect(cctx, lk.Run, ops[i:j])
 		cancel()
 		if err != nil {
 			return done, fmt.Errorf("correct redis from the journal: %w", err)
@@ -244,11 +220,11 @@ func (l *Ledger) Correct(ctx context.Context, lk *lock.Lock, c Corrections) (int
 
 // JobLock is the store-wide lock of a singleton job (e.g. "reconcile"):
 // one holder at a time among every daemon sharing the store's Redis.
-func (l *Ledger) JobLock(job string) lock.Named { return lock.NewNamed(l.rdb, l.k.lock(job)) }
+func (l *Ledger) JobLock(job string) lock.Named { return lock.NewNamed(l.rdb, l.k.Lock(job)) }
 
 // HasDayCounters reports whether Redis counts sales of day.
 func (l *Ledger) HasDayCounters(ctx context.Context, day string) (bool, error) {
-	n, err := l.rdb.Exists(ctx, l.k.daily(day)).Result()
+	n, err := l.rdb.Exists(ctx, l.k.Daily(day)).Result()
 	if err != nil {
 		return false, fmt.Errorf("read the counters of %s: %w", day, err)
 	}
@@ -271,7 +247,7 @@ func (l *Ledger) MasterRunID(ctx context.Context) (string, error) { return l.mas
 func (l *Ledger) PeerSeen(ctx context.Context) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	v, err := l.rdb.Get(ctx, l.k.alive()).Result()
+	v, err := l.rdb.Get(ctx, l.k.Alive()).Result()
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
@@ -294,7 +270,7 @@ type Pending struct {
 // PROCESSING that the journal lacks.
 func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 	var out []Pending
-	iter := l.rdb.Scan(ctx, 0, l.k.idemScan(), 1000).Iterator()
+	iter := l.rdb.Scan(ctx, 0, l.k.IdemScan(), 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
 		m, err := l.rdb.HMGet(ctx, key, "state", "body").Result()
@@ -304,7 +280,7 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 		if state, _ := m[0].(string); state != "PROCESSING" {
 			continue
 		}
-		term, idem, ok := l.k.idemOf(key)
+		term, idem, ok := l.k.IdemOf(key)
 		if !ok {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -60,7 +61,7 @@ func (l *Ledger) DailyStats(ctx context.Context, day string) (*Daily, error) {
 	}
 	if !l.Degraded() {
 		rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
-		m, err := l.rdb.HGetAll(rctx, l.k.daily(day)).Result()
+		m, err := l.rdb.HGetAll(rctx, l.k.Daily(day)).Result()
 		cancel()
 		if err == nil {
 			d.Source = "redis"
@@ -83,7 +84,7 @@ func (l *Ledger) DailyStats(ctx context.Context, day string) (*Daily, error) {
 			}
 			return d, nil
 		}
-		if !IsRedisUnavailable(err) {
+		if !redisdb.IsUnavailable(err) {
 			return nil, fmt.Errorf("read daily counters: %w", err)
 		}
 	}
@@ -112,7 +113,7 @@ func (l *Ledger) HourlyStats(ctx context.Context, day string) (*Hourly, error) {
 	}
 	if !l.Degraded() {
 		rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
-		m, err := l.rdb.HGetAll(rctx, l.k.hourly(day)).Result()
+		m, err := l.rdb.HGetAll(rctx, l.k.Hourly(day)).Result()
 		cancel()
 		if err == nil {
 			h.Source = "redis"
@@ -128,7 +129,7 @@ func (l *Ledger) HourlyStats(ctx context.Context, day string) (*Hourly, error) {
 			}
 			return h, nil
 		}
-		if !IsRedisUnavailable(err) {
+		if !redisdb.IsUnavailable(err) {
 			return nil, fmt.Errorf("read hourly counters: %w", err)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/offline/journal"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -33,8 +33,6 @@ type AdjustmentResult struct {
 	Stock        int64  `json:"stock"`
 	AdjustmentID string `json:"adjustment_id"`
 }
-
-var adjustScript = lua.MustScript("stock_adjust.lua")
 
 // AdjustStock changes an item's stock by a.Delta, atomically with the
 // sales (a relative change in one script, never an overwrite), journals
@@ -66,8 +64,7 @@ func (l *Ledger) AdjustStock(ctx context.Context, barcode string, a StockAdjustm
 	id := hex.EncodeToString(b[:])
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
-	res, err := adjustScript.Run(rctx, l.rdb, []string{l.k.item(barcode), l.k.adjustment(a.IdempotencyKey)},
-		strconv.FormatInt(a.Delta, 10), id, fp, int64(l.cfg.IdemTTL/time.Second)).Slice()
+	res, err := redisdb.RunStockAdjust(rctx, l.rdb, l.k, barcode, a.IdempotencyKey, a.Delta, id, fp, int64(l.cfg.IdemTTL/time.Second)).Slice()
 	if err != nil {
 		if outage(ctx, err) {
 			l.SetRedisDown(true)

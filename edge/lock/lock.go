@@ -6,12 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/redis/go-redis/v9"
-
-	"github.com/posedge/posedge/lua"
 )
 
 // Errors callers tell apart with errors.Is.
@@ -25,14 +23,10 @@ var (
 	ErrFenced = errors.New("fenced: a newer holder took the lock")
 )
 
-// The lock key holds the owner's token; "<key>:fence" holds a counter
-// that only ever grows (INCR on every acquisition, never expires), so the
-// n-th holder's fencing number is n. The scripts are lua/lock_*.lua.
-var (
-	acquireScript = lua.MustScript("lock_acquire.lua")
-	extendScript  = lua.MustScript("lock_extend.lua")
-	releaseScript = lua.MustScript("lock_release.lua")
-)
+// The lock key holds the owner's token; its fence key (redisdb.Fence)
+// holds a counter that only ever grows (INCR on every acquisition, never
+// expires), so the n-th holder's fencing number is n. The scripts are
+// lua/lock_*.lua, called through edge/redisdb.
 
 // Lock is one acquisition of a named lock.
 type Lock struct {
@@ -42,11 +36,8 @@ type Lock struct {
 	fence int64
 }
 
-// FenceKey is the key holding the fencing counter of the lock at key.
-func FenceKey(key string) string { return key + ":fence" }
-
 // Acquire takes the lock at key for ttl, or returns ErrHeld. The key
-// should carry the store's hash tag (pe:{S}:lock:<job>) so the lock, its
+// should carry the store's hash tag (redisdb.Keys.Lock) so the lock, its
 // fence and the keys fenced scripts write live on one slot.
 //
 // Like every single-Redis lock, a Sentinel failover that loses the last
@@ -62,7 +53,7 @@ func Acquire(ctx context.Context, rdb redis.UniversalClient, key string, ttl tim
 		return nil, err
 	}
 	l := &Lock{rdb: rdb, key: key, token: hex.EncodeToString(b[:])}
-	n, err := acquireScript.Run(ctx, rdb, []string{key, FenceKey(key)}, l.token, ttl.Milliseconds()).Int64()
+	n, err := redisdb.RunLockAcquire(ctx, rdb, key, l.token, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return nil, fmt.Errorf("acquire lock %s: %w", key, err)
 	}
@@ -105,7 +96,7 @@ func (l *Lock) Fence() int64 { return l.fence }
 // Extend resets the lock's expiry to ttl from now if this holder still
 // holds it (compare-and-extend), else ErrLost.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	n, err := extendScript.Run(ctx, l.rdb, []string{l.key}, l.token, ttl.Milliseconds()).Int64()
+	n, err := redisdb.RunLockExtend(ctx, l.rdb, l.key, l.token, ttl.Milliseconds()).Int64()
 	if err != nil {
 		return fmt.Errorf("extend lock %s: %w", l.key, err)
 	}
@@ -119,7 +110,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // (compare-and-delete): a holder whose lock expired never deletes its
 // successor's. ErrLost when it no longer held it.
 func (l *Lock) Release(ctx context.Context) error {
-	n, err := releaseScript.Run(ctx, l.rdb, []string{l.key}, l.token).Int64()
+	n, err := redisdb.RunLockRelease(ctx, l.rdb, l.key, l.token).Int64()
 	if err != nil {
 		return fmt.Errorf("release lock %s: %w", l.key, err)
 	}
@@ -141,9 +132,7 @@ func (l *Lock) Release(ctx context.Context) error {
 // whose lock merely expired with no successor may still write
 // (Kleppmann's fencing token semantics).
 func (l *Lock) Run(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
-	ks := append([]string{FenceKey(l.key)}, keys...)
-	as := append([]any{strconv.FormatInt(l.fence, 10)}, args...)
-	v, err := s.Run(ctx, l.rdb, ks, as...).Result()
+	v, err := redisdb.RunFenced(ctx, l.rdb, s, l.key, l.fence, keys, args...).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		if redis.HasErrorPrefix(err, "FENCED") {
 			return nil, fmt.Errorf("%w (%v)", ErrFenced, err)

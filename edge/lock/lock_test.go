@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/edge/lock"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/lua"
 )
@@ -65,7 +66,7 @@ func TestMutualExclusionAcrossClients(t *testing.T) {
 		t.Fatal("nobody ever got the lock")
 	}
 	// Fences grew by one per acquisition.
-	if f, _ := a.Get(ctx, lock.FenceKey(key)).Int64(); f != int64(wins.Load()) {
+	if f, _ := a.Get(ctx, redisdb.Fence(key)).Int64(); f != int64(wins.Load()) {
 		t.Fatalf("fence %d after %d acquisitions", f, wins.Load())
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/posedge/posedge/lua"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 )
@@ -23,9 +23,6 @@ var ErrInvalidTerminalID = errors.New("invalid terminal id: must match [A-Za-z0-
 // ErrUnknownAction is returned, before anything reaches Redis, for an
 // action other than "", scan, pay, refund and sync.
 var ErrUnknownAction = errors.New("unknown rate-limit action (known: scan, pay, refund, sync)")
-
-// keyPrefix is the start of every key of the store (see Limiter).
-func keyPrefix(storeID string) string { return "pe:{" + storeID + "}:" }
 
 // Metric level labels; the action label is the request's action or "none".
 const (
@@ -52,14 +49,9 @@ type level struct {
 
 // Limiter decides requests of one store. It is safe for concurrent use.
 //
-// Redis keys; the hash tag {<store_id>} keeps a store's keys in one Redis
-// Cluster slot, so the script may touch them together:
-//
-//	pe:{S}:rl:s                  store level (all terminals)
-//	pe:{S}:rl:t:<terminal>       terminal level
-//	pe:{S}:rl:a:<terminal>:<act> action level, per terminal
-//	pe:{S}:rl:sync               store-wide HQ replay budget (all daemons)
-//	pe:{S}:promo                 promotion hash
+// Redis keys (edge/redisdb's Keys: RateStore, RateTerminal, RateAction,
+// RateSync and Promo) carry the store's hash tag, which keeps them in one
+// Redis Cluster slot, so the script may touch them together.
 //
 // Memory bound: each hit log is a sorted set (score: Redis time in µs)
 // holding at most its scaled limit of members, because denied requests are
@@ -77,8 +69,7 @@ type Limiter struct {
 	rdb      redis.UniversalClient
 	cfg      Config
 	log      *slog.Logger
-	script   *redis.Script
-	prefix   string
+	k        redisdb.Keys
 	promoKey string
 	store    level
 	sync     level
@@ -127,20 +118,19 @@ func New(rdb redis.UniversalClient, cfg Config, log *slog.Logger, reg prometheus
 		return nil, fmt.Errorf("rate limiter metrics: %w", err)
 	}
 	l := &Limiter{
-		rdb:    rdb,
-		cfg:    cfg,
-		log:    log.With("component", "ratelimit", "store_id", cfg.StoreID),
-		script: lua.MustScript("ratelimit.lua"),
-		prefix: keyPrefix(cfg.StoreID),
-		nonce:  hex.EncodeToString(nb[:]) + ".",
-		m:      m,
+		rdb:   rdb,
+		cfg:   cfg,
+		log:   log.With("component", "ratelimit", "store_id", cfg.StoreID),
+		k:     redisdb.NewKeys(cfg.StoreID),
+		nonce: hex.EncodeToString(nb[:]) + ".",
+		m:     m,
 	}
 	if o, ok := rdb.(interface{ Options() *redis.Options }); ok && o.Options().ContextTimeoutEnabled {
 		l.direct = true
 	}
-	l.promoKey = l.prefix + "promo"
-	l.store = l.newLevel(levelStore, "store", l.prefix+"rl:s", cfg.Store, "")
-	l.sync = l.newLevel(levelStoreSync, ActionSync, l.prefix+"rl:sync", cfg.Actions[ActionSync], ActionSync)
+	l.promoKey = l.k.Promo()
+	l.store = l.newLevel(levelStore, "store", l.k.RateStore(), cfg.Store, "")
+	l.sync = l.newLevel(levelStoreSync, ActionSync, l.k.RateSync(), cfg.Actions[ActionSync], ActionSync)
 	l.hold = max(cfg.Store.Window, cfg.Terminal.Window)
 	for _, p := range cfg.Actions {
 		l.hold = max(l.hold, p.Window)
@@ -166,33 +156,29 @@ func (l *Limiter) Allow(ctx context.Context, terminalID, action string) (Decisio
 	return d, err
 }
 
-// Read queues read-only commands into the round trip of a decision: they
-// are pipelined after the limiter script on the same connection, so they
-// run whether or not the request is allowed and must change nothing. It
-// is called once per attempt (twice when a NOSCRIPT made the limiter send
-// the pipeline again with EVAL) and returns the command whose reply the
-// caller reads. The limiter knows nothing of the keys read: the caller's
-// package owns their layout.
-type Read func(ctx context.Context, p redis.Pipeliner) redis.Cmder
+// Read queues read-only commands into the round trip of a decision (see
+// redisdb.Read). The limiter knows nothing of the keys read: the
+// caller's package owns their layout.
+type Read = redisdb.Read
 
 // AllowRead is Allow with read in the same Redis round trip as the
 // decision: one round trip for a request that needs both. The returned
-// command is the reply of read's last attempt, or nil when the decision
+// reply is that of read's last attempt, or the zero Reply when the decision
 // was not made on Redis (the local limiter decided, or Redis failed and
 // the local limiter took over): then the caller reads by itself.
-func (l *Limiter) AllowRead(ctx context.Context, terminalID, action string, read Read) (Decision, redis.Cmder, error) {
+func (l *Limiter) AllowRead(ctx context.Context, terminalID, action string, read Read) (Decision, redisdb.Reply, error) {
 	if !validID(terminalID) {
-		return Decision{}, nil, fmt.Errorf("rate limit %q: %w", terminalID, ErrInvalidTerminalID)
+		return Decision{}, redisdb.Reply{}, fmt.Errorf("rate limit %q: %w", terminalID, ErrInvalidTerminalID)
 	}
 	if action != "" && !knownAction(action) {
-		return Decision{}, nil, fmt.Errorf("rate limit action %q: %w", action, ErrUnknownAction)
+		return Decision{}, redisdb.Reply{}, fmt.Errorf("rate limit action %q: %w", action, ErrUnknownAction)
 	}
 	var buf [3]level
 	lv := append(buf[:0], l.store)
-	lv = append(lv, l.newLevel(levelTerminal, "terminal", l.prefix+"rl:t:"+terminalID, l.cfg.Terminal, ""))
+	lv = append(lv, l.newLevel(levelTerminal, "terminal", l.k.RateTerminal(terminalID), l.cfg.Terminal, ""))
 	label := noAction
 	if action != "" {
-		lv = append(lv, l.newLevel(levelAction, action, l.prefix+"rl:a:"+terminalID+":"+action, l.cfg.Actions[action], action))
+		lv = append(lv, l.newLevel(levelAction, action, l.k.RateAction(terminalID, action), l.cfg.Actions[action], action))
 		label = action
 	}
 	return l.decide(ctx, lv, label, read)
@@ -236,12 +222,12 @@ func (l *Limiter) Denied() uint64 { return l.m.denied.Load() }
 // did not answer or answered again less than one window ago.
 func (l *Limiter) FallbackActive() bool { return l.fb.active.Load() }
 
-func (l *Limiter) decide(ctx context.Context, lv []level, action string, read Read) (Decision, redis.Cmder, error) {
+func (l *Limiter) decide(ctx context.Context, lv []level, action string, read Read) (Decision, redisdb.Reply, error) {
 	start := time.Now()
 	var (
 		d     Decision
 		idx   int
-		reply redis.Cmder
+		reply redisdb.Reply
 		err   error
 	)
 	if l.useLocal() {
@@ -250,11 +236,11 @@ func (l *Limiter) decide(ctx context.Context, lv []level, action string, read Re
 		d, idx, reply, err = l.remote(ctx, lv, read)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
-				return Decision{}, nil, fmt.Errorf("rate limit: %w", cerr)
+				return Decision{}, redisdb.Reply{}, fmt.Errorf("rate limit: %w", cerr)
 			}
 			l.enterFallback(err)
 			d, idx = l.local.decide(l.cfg.Now(), lv)
-			reply = nil
+			reply = redisdb.Reply{}
 		}
 	}
 	l.m.observe(d, lv[idx].metric, action, time.Since(start))
@@ -266,41 +252,30 @@ func (l *Limiter) member() string {
 	return l.nonce + strconv.FormatUint(l.seq.Add(1), 36)
 }
 
-// remote decides on Redis; with read, through lua.RunPipelined, which
-// sends the script and read's commands in one round trip and handles a
-// NOSCRIPT inside the pipeline as Script.Run does outside one.
-func (l *Limiter) remote(ctx context.Context, lv []level, read Read) (Decision, int, redis.Cmder, error) {
-	keys := make([]string, 0, len(lv)+1)
-	args := make([]any, 0, 1+3*len(lv))
-	keys = append(keys, l.promoKey)
-	args = append(args, l.member())
-	for _, v := range lv {
-		keys = append(keys, v.key)
-		args = append(args, v.pol.Limit, v.pol.Window.Milliseconds(), v.scale)
+// remote decides on Redis; with read, in the same round trip
+// (redisdb.RunRateLimit).
+func (l *Limiter) remote(ctx context.Context, lv []level, read Read) (Decision, int, redisdb.Reply, error) {
+	levels := make([]redisdb.RateLevel, len(lv))
+	for i, v := range lv {
+		levels[i] = redisdb.RateLevel{Key: v.key, Limit: v.pol.Limit, WindowMillis: v.pol.Window.Milliseconds(), Scale: v.scale}
 	}
+	member := l.member()
 	var (
 		res   []int64
-		reply redis.Cmder
+		reply redisdb.Reply
 	)
 	// res and reply are read only after fn returned nil: when withDeadline
 	// gives up on a goroutine, that goroutine's late writes are never read.
 	err := l.withDeadline(ctx, func(ctx context.Context) error {
-		if read == nil {
-			var err error
-			res, err = l.script.Run(ctx, l.rdb, keys, args...).Int64Slice()
-			return err
-		}
-		var last redis.Cmder
-		c := lua.RunPipelined(ctx, l.rdb, l.script, keys, args, func(p redis.Pipeliner) { last = read(ctx, p) })
-		r, err := c.Int64Slice()
-		res, reply = r, last
+		r, rp, err := redisdb.RunRateLimit(ctx, l.rdb, l.k, member, levels, read)
+		res, reply = r, rp
 		return err
 	})
 	if err != nil {
-		return Decision{}, 0, nil, fmt.Errorf("ratelimit.lua: %w", err)
+		return Decision{}, 0, redisdb.Reply{}, fmt.Errorf("ratelimit.lua: %w", err)
 	}
 	if len(res) != 5 || res[1] < 1 || int(res[1]) > len(lv) {
-		return Decision{}, 0, nil, fmt.Errorf("ratelimit.lua: unexpected reply %v", res)
+		return Decision{}, 0, redisdb.Reply{}, fmt.Errorf("ratelimit.lua: unexpected reply %v", res)
 	}
 	i := int(res[1]) - 1
 	return Decision{

@@ -59,7 +59,7 @@ func TestAllowReadOneRoundTrip(t *testing.T) {
 			if d.Allowed != tt.wantAllowed || d.Fallback {
 				t.Errorf("decision %+v, want allowed=%v on Redis", d, tt.wantAllowed)
 			}
-			sc, ok := reply.(*redis.StringCmd)
+			sc, ok := reply.Cmd().(*redis.StringCmd)
 			if !ok {
 				t.Fatalf("reply %T %v, want the GET's *redis.StringCmd", reply, reply)
 			}
@@ -93,7 +93,7 @@ func TestAllowReadFallbackNoReply(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !d.Fallback || !d.Allowed || reply != nil {
+		if !d.Fallback || !d.Allowed || reply.Cmd() != nil {
 			t.Fatalf("call %d: decision %+v reply %v, want allowed by the fallback and no reply", i, d, reply)
 		}
 		if queued != want {

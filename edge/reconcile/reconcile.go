@@ -16,6 +16,7 @@ import (
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/edge/lock"
+	"github.com/posedge/posedge/edge/redisdb"
 	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 )
@@ -209,7 +210,7 @@ func (r *Reconciler) Run(ctx context.Context, days []string) (*Report, error) {
 		return nil, err
 	case err != nil:
 		r.m.runs.WithLabelValues("failed").Inc()
-		if ledger.IsRedisUnavailable(err) {
+		if redisdb.IsUnavailable(err) {
 			return nil, fmt.Errorf("%w (%v)", ErrRedisDown, err)
 		}
 		return nil, err

@@ -52,7 +52,7 @@ func newEnv(t *testing.T, jopt journal.Options) *env {
 }
 
 // Redis keys the tests change behind posedge's back, spelled as
-// edge/ledger (keys.go) spells them for store S1.
+// edge/redisdb (keys.go) spells them for store S1.
 const seqKey = "pe:{S1}:seq"
 
 func dailyKey(day string) string    { return "pe:{S1}:daily:" + day }

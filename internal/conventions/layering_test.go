@@ -36,13 +36,16 @@ func layering() []layerRule {
 		{"offline/", "sync/hq", "the journal must not link the HQ receiver"},
 		{"sync/hq", "edge/", "posedge-hq must not link the edge daemon"},
 		{"sync/hq", "offline/", "posedge-hq must not link the store's journal"},
-		// Data flows one way: api → ratelimit, ledger → lua, journal →
-		// replay → hq.
+		// Data flows one way: api → ratelimit, ledger → redisdb → lua,
+		// journal → replay → hq.
 		{"offline/", "edge/", "the journal knows nothing of the daemon, HTTP or Redis"},
 		{"edge/ledger", "edge/api", "the ledger is below the API"},
 		{"edge/ratelimit", "edge/api", "the limiter is below the API"},
 		{"edge/ratelimit", "edge/ledger", "the limiter decides without the money path"},
 		{"sync/replay", "edge/", "the replayer reads the journal, never the edge daemon"},
+		{"edge/redisdb", "edge/ledger", "the store's Redis layout knows no money logic: the ledger calls it"},
+		{"edge/redisdb", "edge/ratelimit", "the store's Redis layout knows no limiter policy: the limiter calls it"},
+		{"edge/redisdb", "edge/lock", "the store's Redis layout is below the lock that runs its scripts"},
 		{"lua", "edge/", "scripts know no caller"},
 		// The money core and its feeders know no HTTP: request decoding
 		// and the refusal → status mapping live in edge/api, so each can
@@ -51,6 +54,7 @@ func layering() []layerRule {
 		{"edge/ratelimit", httpCode, "the limiter returns a decision and writes no headers"},
 		{"offline/", httpCode, "the journal knows no HTTP"},
 		{"sync/replay", httpCode, "the replayer speaks NATS, not HTTP"},
+		{"edge/redisdb", httpCode, "the store's Redis knows no HTTP"},
 		{"lua", httpCode, "scripts know no HTTP"},
 		{"internal/cents", httpCode, "money arithmetic knows no HTTP"},
 		// The test harness stays out of shipped code.

@@ -13,7 +13,7 @@ import (
 
 // Every Redis script is a reviewed, tested file in lua/: no other
 // package builds a script from source or sends EVAL itself. Running one
-// (Script.Run, lua.RunPipelined) is fine anywhere.
+// goes through edge/redisdb's typed calls (TestOnlyRedisDBImportsLua).
 func TestRedisScriptsLiveInLua(t *testing.T) {
 	root := filepath.Join("..", "..")
 	banned := map[string]bool{"NewScript": true, "Eval": true, "EvalSha": true, "EvalRO": true, "EvalShaRO": true, "ScriptLoad": true}
