@@ -250,7 +250,13 @@ func TestPaymentTokens(t *testing.T) {
 	if again := e.sale("T01", key, sale1("Q1", 1, 100)); again.status != 201 || again.flow() != r.flow() {
 		t.Fatalf("replay with token: %d %s", again.status, again.body)
 	}
-	if st, _ := e.rdb.HGet(t.Context(), "pe:{S1}:token:"+key, "state").Result(); st != "COMPLETED" {
+	// The COMPLETED mark is off the answer's path (it rides in the next
+	// run's pipeline, or its own after a few ms): it lands within a moment.
+	st := ""
+	for deadline := time.Now().Add(2 * time.Second); st != "COMPLETED" && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		st, _ = e.rdb.HGet(t.Context(), "pe:{S1}:token:"+key, "state").Result()
+	}
+	if st != "COMPLETED" {
 		t.Fatalf("token state %q", st)
 	}
 	// An expired (or never issued) token.
