@@ -232,6 +232,12 @@ func (h *harness) measureCatalogSizes(ss sizeSet) {
 				h.t.Fatalf("catalog publish: %v", err)
 			}
 			futs[k] = f
+			if k%2000 == 1999 { // within the client's async window (WithPublishAsyncMaxPending 4096)
+				select {
+				case <-h.js.PublishAsyncComplete():
+				case <-ctx.Done():
+				}
+			}
 		}
 		var last uint64
 		for _, f := range futs {
