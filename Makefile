@@ -177,8 +177,11 @@ package: cross $(NFPM) ## .deb and .rpm (amd64, arm64), the Windows zip, and an 
 demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) with simulated terminals
 	./scripts/demo.sh
 
-bench: ## every figure of docs/performance.md against its raw baseline, on a whole store on loopback (~4 min; not in CI)
-	POSEDGE_BENCH=full go test -count=1 -timeout 20m -run '^TestFigures$$' -v ./bench/
+# It rewrites the table of docs/performance.md (between its markers) and
+# the whole output into docs/perf/bench-latest.txt from this one run.
+bench: ## every figure of docs/performance.md against its raw baseline, 3 times with the load average, at two sizes, on a whole store on loopback (~8 min; not in CI); rewrites docs/performance.md's table
+	POSEDGE_BENCH=full POSEDGE_BENCH_DOC=$(CURDIR)/docs/performance.md POSEDGE_BENCH_OUT=$(CURDIR)/docs/perf/bench-latest.txt \
+		go test -count=1 -timeout 40m -run '^TestFigures$$' -v ./bench/
 
 bench-pkg: ## the per-package go test benchmarks (BENCHTIME=2s)
 	go test -p 1 -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...

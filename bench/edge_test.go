@@ -103,17 +103,17 @@ func (h *harness) measureLookups() {
 		p50s, p99s = append(p50s, ms(pct(lat, 0.5))), append(p99s, ms(pct(lat, 0.99)))
 		decisionP99s = append(decisionP99s, 1000*histQuantile(before, after, 0.99))
 	}
-	h.add(figure{Name: "limiter_vs_raw_evalsha", Value: median(ratios), Goal: ">= 0.6",
+	h.add(figure{Name: "limiter_vs_raw_evalsha", Value: median(ratios), Reps: ratios, Goal: ">= 0.6",
 		Detail: fmt.Sprintf("GET /v1/items/{barcode} through posedge ÷ raw EVALSHA ratelimit.lua, %d callers, %d ops each; reps %s",
 			concurrency, h.sz.Lookups, spread(ratios, "%.2f"))})
-	h.add(figure{Name: "lookup_per_s", Value: median(rates), Detail: "lookups/s through posedge; reps " + spread(rates, "%.0f")})
-	h.add(figure{Name: "raw_evalsha_per_s", Value: median(rawRates), Detail: "raw EVALSHA/s; reps " + spread(rawRates, "%.0f")})
-	h.add(figure{Name: "limiter_p99_ms", Value: median(decisionP99s), Goal: "<= 2",
+	h.add(figure{Name: "lookup_per_s", Value: median(rates), Reps: rates, Detail: "lookups/s through posedge; reps " + spread(rates, "%.0f")})
+	h.add(figure{Name: "raw_evalsha_per_s", Value: median(rawRates), Reps: rawRates, Detail: "raw EVALSHA/s; reps " + spread(rawRates, "%.0f")})
+	h.add(figure{Name: "limiter_p99_ms", Value: median(decisionP99s), Reps: decisionP99s, Goal: "<= 2",
 		Detail: fmt.Sprintf("p99 of the limiter's decision inside posedge (posedge_ratelimit_decision_seconds, interpolated in its bucket) while GET /v1/items/{barcode} comes at 1000 req/s, %d each; reps %s",
 			h.sz.PacedLookups, spread(decisionP99s, "%.2f"))})
-	h.add(figure{Name: "lookup_p99_ms", Value: median(p99s),
+	h.add(figure{Name: "lookup_p99_ms", Value: median(p99s), Reps: p99s,
 		Detail: "p99 of those lookups as the caller sees them (HTTP, limiter, item read); reps " + spread(p99s, "%.2f")})
-	h.add(figure{Name: "lookup_p50_ms", Value: median(p50s), Detail: "p50 of the same; reps " + spread(p50s, "%.2f")})
+	h.add(figure{Name: "lookup_p50_ms", Value: median(p50s), Reps: p50s, Detail: "p50 of the same; reps " + spread(p50s, "%.2f")})
 }
 
 // decisionHistogram is the daemon's histogram of limiter decisions.
@@ -177,24 +177,24 @@ func (h *harness) measureSalesAndReplay() {
 		rawPubRates, replayRates = append(rawPubRates, rawPub), append(replayRates, replay)
 		replayRatios = append(replayRatios, replay/rawPub)
 	}
-	h.add(figure{Name: "sales_vs_raw_sqlite_commit", Value: median(saleRatios), Goal: ">= 1.0",
+	h.add(figure{Name: "sales_vs_raw_sqlite_commit", Value: median(saleRatios), Reps: saleRatios, Goal: ">= 1.0",
 		Detail: fmt.Sprintf("durable sales/s through posedge (Sentinel, WAIT 1 replica, journal FULL) ÷ raw single-row SQLite FULL commits/s on the same disk, %d callers, %d each; reps %s",
 			concurrency, h.sz.Sales, spread(saleRatios, "%.2f"))})
-	h.add(figure{Name: "sales_per_s", Value: median(saleRates), Detail: "durable sales/s; reps " + spread(saleRates, "%.0f")})
-	h.add(figure{Name: "raw_sqlite_commits_per_s", Value: median(rawCommitRates), Detail: "raw commits/s; reps " + spread(rawCommitRates, "%.0f")})
-	h.add(figure{Name: "sale_p99_ms", Value: median(p99s), Goal: "",
+	h.add(figure{Name: "sales_per_s", Value: median(saleRates), Reps: saleRates, Detail: "durable sales/s; reps " + spread(saleRates, "%.0f")})
+	h.add(figure{Name: "raw_sqlite_commits_per_s", Value: median(rawCommitRates), Reps: rawCommitRates, Detail: "raw commits/s; reps " + spread(rawCommitRates, "%.0f")})
+	h.add(figure{Name: "sale_p99_ms", Value: median(p99s), Reps: p99s, Goal: "",
 		Detail: fmt.Sprintf("p99 of POST /v1/sales at 100 sales/s (replay running), %d each; reps %s", h.sz.PacedSales, spread(p99s, "%.2f"))})
-	h.add(figure{Name: "sale_p50_ms", Value: median(p50s), Detail: "p50 of the same; reps " + spread(p50s, "%.2f")})
+	h.add(figure{Name: "sale_p50_ms", Value: median(p50s), Reps: p50s, Detail: "p50 of the same; reps " + spread(p50s, "%.2f")})
 	for i, b := range breakdown {
 		h.notef("sales at %d callers, rep %d, means: %s", concurrency, i+1, b)
 	}
-	h.add(figure{Name: "sale_p99_ms_saturated", Value: median(cp99s),
+	h.add(figure{Name: "sale_p99_ms_saturated", Value: median(cp99s), Reps: cp99s,
 		Detail: fmt.Sprintf("p99 of the sales at %d callers (queueing included); reps %s", concurrency, spread(cp99s, "%.1f"))})
-	h.add(figure{Name: "replay_vs_raw_jetstream", Value: median(replayRatios), Goal: ">= 0.5",
+	h.add(figure{Name: "replay_vs_raw_jetstream", Value: median(replayRatios), Reps: replayRatios, Goal: ">= 0.5",
 		Detail: fmt.Sprintf("posedge's replayer draining %d journaled sales unthrottled (first ack to last) ÷ raw JetStream async publish of as many messages; reps %s",
 			h.sz.Sales, spread(replayRatios, "%.2f"))})
-	h.add(figure{Name: "replay_msgs_per_s", Value: median(replayRates), Detail: "replayed/s; reps " + spread(replayRates, "%.0f")})
-	h.add(figure{Name: "raw_jetstream_msgs_per_s", Value: median(rawPubRates), Detail: "raw publishes/s; reps " + spread(rawPubRates, "%.0f")})
+	h.add(figure{Name: "replay_msgs_per_s", Value: median(replayRates), Reps: replayRates, Detail: "replayed/s; reps " + spread(replayRates, "%.0f")})
+	h.add(figure{Name: "raw_jetstream_msgs_per_s", Value: median(rawPubRates), Reps: rawPubRates, Detail: "raw publishes/s; reps " + spread(rawPubRates, "%.0f")})
 }
 
 // rawCommits is n single-row SQLite commits (WAL, synchronous=FULL: one

@@ -13,8 +13,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +32,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	if conf := os.Getenv(floorEnv); conf != "" {
+		os.Exit(runFloorServer(conf)) // this binary started again as the floor server (floor_test.go)
+	}
 	dir, err := os.MkdirTemp("", "posedge-bench-bin-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -78,18 +83,21 @@ type sizes struct {
 	// and sent again on purpose; the smoke's is high so that each kind
 	// surely happens in its few sales.
 	SimMix [3]float64
+	// FailoverReps is how often the failover is measured: each takes tens
+	// of seconds, too long for `make test`'s smoke.
+	FailoverReps int
 }
 
 // fullSizes is `make bench` (POSEDGE_BENCH=full): a few minutes.
 var fullSizes = sizes{Reps: 3, Lookups: 8000, PacedLookups: 3000, Sales: 4000, PacedSales: 300,
 	RTLookups: 500, RTSales: 200, SimDuration: 10 * time.Second, SimRate: 4,
-	SimMix: [3]float64{0.3, 0.1, 0.05}}
+	SimMix: [3]float64{0.3, 0.1, 0.05}, FailoverReps: 3}
 
 // smokeSizes is the run of `make test`: every figure printed, in seconds;
 // its values mean nothing.
 var smokeSizes = sizes{Reps: 3, Lookups: 100, PacedLookups: 100, Sales: 30, PacedSales: 10,
 	RTLookups: 20, RTSales: 10, SimDuration: time.Second, SimRate: 2,
-	SimMix: [3]float64{0.5, 0.3, 0.3}}
+	SimMix: [3]float64{0.5, 0.3, 0.3}, FailoverReps: 1}
 
 // requiredFigures are the `figure` lines every run prints (issue 14).
 var requiredFigures = []string{
@@ -118,32 +126,113 @@ const looseLimits = `  store: {limit: 100000, window: "1s"}
 // figure is one line of the table.
 type figure struct {
 	Name   string
-	Value  float64
+	Value  float64 // the median of Reps (their largest when Max)
 	Goal   string
-	Detail string // repetitions, the raw side, units
+	Detail string // the raw side, units
+	// Reps are the repetitions; left empty, they are read from the
+	// "reps a b c" the Detail ends with, else Value alone. A figure
+	// added again under its name gains the new repetitions.
+	Reps []float64
+	// Loads are the 1-minute load averages of the machine as the
+	// repetitions ended (one, when the figure was added, if left empty).
+	Loads []float64
+	Max   bool // a peak: Value is the largest repetition, not the median
 }
 
 // harness is one run: a whole store, a PostgreSQL cluster, the clients
 // of the raw baselines, and the figures measured so far.
 type harness struct {
-	t       *testing.T
-	sz      sizes
-	store   *testenv.Store
-	pg      *testenv.Postgres
-	http    *http.Client
-	raw     *redis.Client // Sentinel-aware, to the store's master
-	js      jetstream.JetStream
-	nc      *nats.Conn
-	figs    []figure
-	notes   []string
-	sales   int // sales the harness made (answered 201)
-	keySeq  int
-	rssPeak float64
-	grPeak  float64
-	stopRSS func()
+	t        *testing.T
+	sz       sizes
+	store    *testenv.Store
+	pg       *testenv.Postgres
+	http     *http.Client
+	raw      *redis.Client // Sentinel-aware, to the store's master
+	js       jetstream.JetStream
+	nc       *nats.Conn
+	figs     []figure
+	notes    []string
+	sales    int // sales the harness made (answered 201)
+	keySeq   int
+	rssMu    sync.Mutex
+	rssPeak  float64 // since the last rssPhase
+	grPeak   float64
+	rssPeaks []float64 // per load phase
+	grPeaks  []float64
+	stopRSS  func()
 }
 
-func (h *harness) add(f figure) { h.figs = append(h.figs, f) }
+// add records f, or its repetitions under a figure of its name added
+// before (a phase measured once per call, called Reps times).
+func (h *harness) add(f figure) {
+	if len(f.Reps) == 0 {
+		f.Reps = repsOf(f.Detail, f.Value)
+	}
+	if len(f.Reps) > 1 { // the table prints them in their own column
+		f.Detail = strings.TrimSuffix(strings.TrimSpace(repsTail.ReplaceAllString(f.Detail, "")), ";")
+	}
+	if len(f.Loads) == 0 {
+		f.Loads = []float64{loadAvg()}
+	}
+	for i := range h.figs {
+		g := &h.figs[i]
+		if g.Name != f.Name {
+			continue
+		}
+		if f.Detail != g.Detail {
+			h.notef("%s, repetition %d: %s", f.Name, len(g.Reps)+1, f.Detail)
+		}
+		g.Reps, g.Loads = append(g.Reps, f.Reps...), append(g.Loads, f.Loads...)
+		g.Value = g.agg()
+		return
+	}
+	h.figs = append(h.figs, f)
+}
+
+func (f *figure) agg() float64 {
+	if f.Max {
+		return slices.Max(f.Reps)
+	}
+	return median(f.Reps)
+}
+
+// repsTail is the "reps 0.49 0.50 0.52" a Detail ends with.
+var repsTail = regexp.MustCompile(`reps ((?:-?[0-9.]+ ?)+)$`)
+
+// repsOf reads the repetitions a figure's Detail names, else value alone.
+func repsOf(detail string, value float64) []float64 {
+	m := repsTail.FindStringSubmatch(detail)
+	if m == nil {
+		return []float64{value}
+	}
+	var out []float64
+	for _, f := range strings.Fields(m[1]) {
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil {
+			return []float64{value}
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// loadAvg is the machine's 1-minute load average (-1 where there is no
+// /proc/loadavg).
+func loadAvg() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return -1
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return -1
+	}
+	return v
+}
 
 func (h *harness) notef(format string, args ...any) {
 	h.notes = append(h.notes, fmt.Sprintf(format, args...))
@@ -159,28 +248,92 @@ func TestFigures(t *testing.T) {
 		sz, mode = fullSizes, "full"
 	}
 	h := setup(t, sz)
-	started := time.Now()
-	h.measureIdle()
+	run := runInfo{Mode: mode, Reps: sz.Reps, Started: time.Now(), LoadStart: loadAvg(), Commit: gitDescribe()}
+	// The report is printed (and its file written) even when a phase
+	// fails, with what was measured so far; the doc only from a whole run.
+	whole := false
+	defer func() { h.finish(run, whole) }()
+	// A phase that measures its figures once is called Reps times: every
+	// figure is printed with its repetitions, their median and the load.
+	for range sz.Reps {
+		h.measureIdle()
+	}
 	h.startRSSSampler()
-	h.measureRoundTrips()
+	for range sz.Reps {
+		h.measureRoundTrips()
+	}
 	h.measureLookups()
+	h.measureFloor()
+	h.rssPhase()
 	h.measureSalesAndReplay()
+	h.measureSaleTrace()
 	h.measureIngest()
-	h.measureSimLoad()
+	h.rssPhase()
+	for range sz.Reps {
+		h.measureSimLoad()
+	}
+	h.rssPhase()
 	h.stopRSS()
-	h.add(figure{Name: "rss_load_mb", Value: h.rssPeak / 1e6, Goal: "< 100",
-		Detail: "peak process_resident_memory_bytes of posedge sampled every 100 ms through every load phase"})
-	h.add(figure{Name: "goroutines_load", Value: h.grPeak, Detail: "peak go_goroutines of posedge under load"})
-	// Last: they kill posedge and the Redis master.
+	h.add(figure{Name: "rss_load_mb", Value: slices.Max(h.rssPeaks) / 1e6, Goal: "< 100", Max: true, Reps: scale(h.rssPeaks, 1e-6),
+		Detail: "peak process_resident_memory_bytes of posedge sampled every 100 ms, the largest of the three load phases (repetitions: lookups; sales, replay and HQ ingest; the simulator)"})
+	h.add(figure{Name: "goroutines_load", Value: slices.Max(h.grPeaks), Max: true, Reps: h.grPeaks,
+		Detail: "peak go_goroutines of posedge in the same three phases, the largest"})
+	// Then they kill posedge and the Redis master.
 	h.measureRestart()
-	h.measureFailover()
+	// Each failover in a subtest: one that never gets back to normal mode
+	// is a finding (noted, the rest of the run still measured), not the
+	// end of the report.
+	for rep := range sz.FailoverReps {
+		if !h.phase(t, fmt.Sprintf("failover_%d", rep+1), h.measureFailover) {
+			h.notef("FINDING failover repetition %d: posedge not back in normal mode (see the test log); failover_no_sale_ms has the repetitions before it", rep+1)
+			break
+		}
+	}
+	// Last: they grow Redis and the journal past what the others expect.
+	if h.phase(t, "ready_for_sizes", func() { h.waitReady(2 * time.Minute) }) {
+		h.phase(t, "sizes", h.measureSizes)
+	} else {
+		h.notef("sizes not measured: posedge not ready after the failovers")
+	}
 
+	whole = true
+}
+
+// phase runs fn in a subtest of its own (h.t is the subtest's meanwhile)
+// and reports whether it passed: a phase that fails is reported, the run
+// goes on.
+func (h *harness) phase(t *testing.T, name string, fn func()) bool {
+	orig := h.t
+	defer func() { h.t = orig }()
+	return t.Run(name, func(st *testing.T) {
+		h.t = st
+		fn()
+	})
+}
+
+// finish prints the report and writes its file; from a whole run, the
+// doc's table too, and the figure lines are checked.
+func (h *harness) finish(run runInfo, whole bool) {
+	t := h.t
+	run.Took, run.LoadEnd = time.Since(run.Started), loadAvg()
+	if !whole {
+		run.Mode += ", stopped early: a phase failed"
+	}
 	var out bytes.Buffer
-	h.report(&out, mode, time.Since(started))
+	h.report(&out, run)
 	os.Stdout.Write(out.Bytes())
 	if p := os.Getenv("POSEDGE_BENCH_OUT"); p != "" {
 		if err := os.WriteFile(p, out.Bytes(), 0o644); err != nil {
 			t.Errorf("write %s: %v", p, err)
+		}
+		run.Output = filepath.Base(p)
+	}
+	if !whole {
+		return
+	}
+	if p := os.Getenv("POSEDGE_BENCH_DOC"); p != "" {
+		if err := rewriteDocTable(p, docTable(run, h.figs)); err != nil {
+			t.Errorf("rewrite the table of %s: %v", p, err)
 		}
 	}
 	for _, p := range figureProblems(out.Bytes()) {
@@ -298,8 +451,10 @@ func (h *harness) startRSSSampler() {
 			if err != nil {
 				continue
 			}
+			h.rssMu.Lock()
 			h.rssPeak = max(h.rssPeak, m["process_resident_memory_bytes"])
 			h.grPeak = max(h.grPeak, m["go_goroutines"])
+			h.rssMu.Unlock()
 		}
 	}()
 	h.stopRSS = func() { close(stop); <-done }
@@ -312,16 +467,37 @@ func (h *harness) startRSSSampler() {
 	})
 }
 
+// runInfo is what the table says of the run itself.
+type runInfo struct {
+	Mode      string
+	Reps      int
+	Started   time.Time
+	Took      time.Duration
+	LoadStart float64
+	LoadEnd   float64
+	Commit    string // git describe of the tree measured
+	Output    string // the file the whole output went to
+}
+
+// rssPhase ends a load phase of the RSS sampler: its peaks are kept.
+func (h *harness) rssPhase() {
+	h.rssMu.Lock()
+	defer h.rssMu.Unlock()
+	h.rssPeaks, h.grPeaks = append(h.rssPeaks, h.rssPeak), append(h.grPeaks, h.grPeak)
+	h.rssPeak, h.grPeak = 0, 0
+}
+
 // report prints the table, the notes, then one `figure` line per figure.
-func (h *harness) report(w io.Writer, mode string, took time.Duration) {
+func (h *harness) report(w io.Writer, run runInfo) {
 	host, _ := os.Hostname()
-	fmt.Fprintf(w, "\nposedge bench (%s): %d repetitions, medians; %s/%s, %d CPUs, host %s, %s, took %s\n\n",
-		mode, h.sz.Reps, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), host,
-		time.Now().UTC().Format(time.RFC3339), took.Round(time.Second))
-	fmt.Fprintf(w, "| %-30s | %10s | %-8s | %s\n", "figure", "measured", "goal", "detail")
-	fmt.Fprintf(w, "| %-30s | %10s | %-8s | %s\n", strings.Repeat("-", 30), strings.Repeat("-", 10), "--------", "------")
+	fmt.Fprintf(w, "\nposedge bench (%s): %d repetitions, medians; %s/%s, %d CPUs, host %s, %s, took %s; load average (1 min) %.2f at start, %.2f at end\n\n",
+		run.Mode, run.Reps, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), host,
+		run.Started.UTC().Format(time.RFC3339), run.Took.Round(time.Second), run.LoadStart, run.LoadEnd)
+	fmt.Fprintf(w, "| %-34s | %10s | %-8s | %-26s | %-15s | %s\n", "figure", "median", "goal", "repetitions", "load (1 min)", "detail")
+	fmt.Fprintf(w, "| %-34s | %10s | %-8s | %-26s | %-15s | %s\n", strings.Repeat("-", 34), strings.Repeat("-", 10), "--------",
+		strings.Repeat("-", 26), strings.Repeat("-", 15), "------")
 	for _, f := range h.figs {
-		fmt.Fprintf(w, "| %-30s | %10.3f | %-8s | %s\n", f.Name, f.Value, f.Goal, f.Detail)
+		fmt.Fprintf(w, "| %-34s | %10.3f | %-8s | %-26s | %-15s | %s\n", f.Name, f.Value, f.Goal, repString(f.Reps), loadString(f.Loads), f.Detail)
 	}
 	if len(h.notes) > 0 {
 		fmt.Fprintln(w)
@@ -333,4 +509,45 @@ func (h *harness) report(w io.Writer, mode string, took time.Duration) {
 	for _, f := range h.figs {
 		fmt.Fprintf(w, "figure %s %s\n", f.Name, strconv.FormatFloat(f.Value, 'f', 3, 64))
 	}
+}
+
+// repString prints repetitions with as many digits as their size needs.
+func repString(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		switch a := math.Abs(x); {
+		case a >= 1000:
+			parts[i] = strconv.FormatFloat(x, 'f', 0, 64)
+		case a >= 10:
+			parts[i] = strconv.FormatFloat(x, 'f', 1, 64)
+		default:
+			parts[i] = strconv.FormatFloat(x, 'f', 3, 64)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func loadString(v []float64) string {
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	return strings.Join(parts, " ")
+}
+
+func scale(v []float64, by float64) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = x * by
+	}
+	return out
+}
+
+// gitDescribe names the tree measured ("" outside a checkout).
+func gitDescribe() string {
+	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }

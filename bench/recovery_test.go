@@ -47,7 +47,7 @@ func (h *harness) measureRestart() {
 		h.sales++
 		h.waitReady(60 * time.Second)
 	}
-	h.add(figure{Name: "restart_to_first_sale_ms", Value: median(took), Goal: "< 2000",
+	h.add(figure{Name: "restart_to_first_sale_ms", Value: median(took), Goal: "< 2000", Reps: took,
 		Detail: fmt.Sprintf("posedge SIGKILLed, every Redis node SIGSTOPped, posedge started: process start → first 201 (a try every %v), median of %d", restartTry, len(took))})
 }
 

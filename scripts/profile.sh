@@ -10,15 +10,21 @@
 # Each profile covers the whole benchmark, its raw baseline included (the
 # go-redis / SQLite / nats.go client side of it), so read the handler's
 # cumulative share. Output: <dir>/<path>-cpu.txt and <path>-alloc.txt.
+#
+#   scripts/profile.sh [dir] [path…]   only the paths named (lookup sale replay ingest),
+#                                      e.g. scripts/profile.sh docs/perf sale
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=$(cd "${1:-$ROOT/docs/perf}" && pwd)
+shift || true
+WANT=" ${*:-lookup sale replay ingest} "
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
 profile() { # name pkg bench benchtime focus
 	local name=$1 pkg=$2 bench=$3 benchtime=$4 focus=$5
+	[[ $WANT == *" $name "* ]] || return 0
 	echo "profile $name: $pkg $bench -benchtime $benchtime"
 	(cd "$ROOT" && go test -c -o "$TMP/$name.test" "./$pkg")
 	(cd "$ROOT/$pkg" && "$TMP/$name.test" -test.run '^$' -test.bench "$bench" -test.benchtime "$benchtime" \

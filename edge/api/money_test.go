@@ -252,9 +252,10 @@ func TestPaymentTokens(t *testing.T) {
 	if again := e.sale("T01", key, sale1("Q1", 1, 100)); again.status != 201 || again.flow() != r.flow() {
 		t.Fatalf("replay with token: %d %s", again.status, again.body)
 	}
-	// The ledger marks the token COMPLETED off the answer's path (the
-	// journal already answers retries): wait for it, as a slow machine
-	// (or the race detector) finishes it after the replay's answer.
+	// The ledger marks the token COMPLETED off the answer's path (it rides
+	// in the next run's pipeline, or its own after a few ms; the journal
+	// already answers retries): wait for it, as a slow machine (or the race
+	// detector) lands it after the replay's answer.
 	testenv.WaitFor(t, 5*time.Second, "the token marked COMPLETED", func() bool {
 		st, _ := e.rdb.HGet(t.Context(), "pe:{S1}:token:"+key, "state").Result()
 		return st == "COMPLETED"

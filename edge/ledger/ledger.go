@@ -75,6 +75,9 @@ type Ledger struct {
 	// repairWanted: a catalog change found Redis lacking an item the
 	// journal knows (it lost writes): Watch repairs at its next tick.
 	repairWanted atomic.Bool
+	// comps are the COMPLETED marks not sent yet: the next run carries
+	// them (completions.go).
+	comps completions
 }
 
 type metrics struct {
@@ -157,6 +160,7 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
+	l.comps.flush = l.completeAll
 	l.seqFloor.Store(floor)
 	maxDeg, err := j.MaxFlowWithPrefix(ctx, l.degradedPrefix())
 	if err != nil {
@@ -302,11 +306,21 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 	// master whose replicas are still syncing would cost wait_timeout per
 	// transaction and hold the repair (and normal mode) for minutes.
 	wantWait := l.cfg.MinReplicasAck > 0 && !redisdb.IsApply(a.mode)
+	// The COMPLETED marks of sales answered since the last run ride in
+	// this pipeline, before the WAIT (which then covers them too): no
+	// round trip of their own.
+	pend := l.comps.take()
+	var marks []*redis.Cmd
 	ev := redisdb.RunTxn(ctx, l.rdb, l.k, l.call(a), func(pipe redis.Pipeliner) {
+		marks = marks[:0] // more runs once per attempt (NOSCRIPT: again with EVAL)
+		for _, c := range pend {
+			marks = append(marks, redisdb.RunComplete(ctx, pipe, l.k, c.term, c.key, IsTokenForm(c.key)))
+		}
 		if wantWait {
 			wait = pipe.Do(ctx, "WAIT", l.cfg.MinReplicasAck, l.cfg.WaitTimeout.Milliseconds())
 		}
 	})
+	l.retryMarks(pend, marks)
 	res, err := ev.Slice()
 	if err != nil {
 		return nil, err
@@ -471,6 +485,49 @@ func (l *Ledger) complete(ctx context.Context, term, key string) {
 	defer cancel()
 	if err := redisdb.RunComplete(ctx, l.rdb, l.k, term, key, IsTokenForm(key)).Err(); err != nil {
 		l.log.Debug("mark idempotency record completed", "terminal", term, "err", err)
+	}
+}
+
+// completeAll marks journaled records COMPLETED in Redis (and their
+// tokens) in one pipeline. Best effort: a record left PROCESSING is
+// recovered from the journal, and a retry of its key is answered from it.
+func (l *Ledger) completeAll(cs []completion) {
+	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.RedisTimeout)
+	defer cancel()
+	pipe := l.rdb.Pipeline()
+	for _, c := range cs {
+		// Run: a NOSCRIPT (a just-promoted master) is answered in Exec; the
+		// mark is then sent again as EVAL below.
+		redisdb.RunComplete(ctx, pipe, l.k, c.term, c.key, IsTokenForm(c.key))
+	}
+	cmds, _ := pipe.Exec(ctx)
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			if redis.HasErrorPrefix(err, "NOSCRIPT") {
+				err = redisdb.RunComplete(ctx, l.rdb, l.k, cs[i].term, cs[i].key, IsTokenForm(cs[i].key)).Err()
+			}
+			if err != nil {
+				l.log.Debug("mark idempotency record completed", "terminal", cs[i].term, "err", err)
+			}
+		}
+	}
+}
+
+// retryMarks sends again, on their own, the marks a run's pipeline
+// carried that Redis did not take (NOSCRIPT on a just-promoted master,
+// or the run's own failure).
+func (l *Ledger) retryMarks(pend []completion, marks []*redis.Cmd) {
+	var again []completion
+	for i, m := range marks {
+		if m.Err() != nil && i < len(pend) {
+			again = append(again, pend[i])
+		}
+	}
+	if len(marks) < len(pend) { // the pipeline was never built
+		again = append(again, pend[len(marks):]...)
+	}
+	if len(again) > 0 {
+		go l.completeAll(again)
 	}
 }
 

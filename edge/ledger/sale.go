@@ -85,8 +85,9 @@ func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*
 		return nil, errJournal(err)
 	}
 	// Marking the record COMPLETED is bookkeeping, not durability (the
-	// journal already answers retries): do it off the answer's path.
-	go l.complete(context.WithoutCancel(ctx), t.TerminalID, t.IdemKey)
+	// journal already answers retries): it rides in the next run's
+	// pipeline (completions.go), off the answer's path.
+	l.comps.add(t.TerminalID, t.IdemKey)
 	return &Result{Body: t.Body, FlowNo: flow}, nil
 }
 

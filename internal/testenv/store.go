@@ -302,6 +302,28 @@ func (s *Store) StartTwin(nodeID int) *Store {
 	return tw
 }
 
+// AddTerminals configures n more terminals (the next T<k>, each a fresh
+// key) and restarts posedge on the new configuration: SIGKILL, then a
+// start on fresh ports (EdgeURL and AdminURL change).
+func (s *Store) AddTerminals(n int) {
+	s.t.Helper()
+	s.Edge.Kill()
+	for range n {
+		id := fmt.Sprintf("T%02d", len(s.Terminals)+1)
+		s.Terminals = append(s.Terminals, id)
+		s.Keys[id] = randHex(16)
+	}
+	for attempt := 0; ; attempt++ {
+		s.writeConfig(s.opts)
+		if s.startEdge() || attempt == 2 {
+			break
+		}
+	}
+	if !s.Edge.Running() {
+		s.t.Fatalf("posedge exited at start with %d terminals:\n%s", len(s.Terminals), s.Edge.Tail(3000))
+	}
+}
+
 // StartEdge (re)starts posedge and waits for /readyz.
 func (s *Store) StartEdge() {
 	s.t.Helper()

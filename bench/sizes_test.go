@@ -1,0 +1,330 @@
+package bench
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/redis/go-redis/v9"
+)
+
+// How cost grows (issue 26): each hot path at two sizes, in the same run,
+// so the slope shows. Each `…_vs_…` figure is the rate at the large size
+// ÷ the rate at the small one: 1 is flat, below 0.5 a path that degrades
+// more than 2× (a finding, named in the notes).
+
+// sizeFigures are the slopes every run prints.
+var sizeFigures = []string{"lookup_1m_vs_100_items", "limiter_1000_vs_10_terminals",
+	"catalog_100k_vs_1k_changes", "sales_journal_large_vs_small", "lookup_vs_http_evalsha_floor"}
+
+// sizeSet are the sizes: the full run's and the smoke's.
+type sizeSet struct {
+	ItemsSmall, ItemsLarge     int
+	TermsSmall, TermsLarge     int
+	CatalogSmall, CatalogLarge int
+	JournalAdd                 int // rows the journal is grown by
+}
+
+var (
+	fullSizeSet  = sizeSet{100, 1_000_000, 10, 1000, 1000, 100_000, 2_000_000}
+	smokeSizeSet = sizeSet{100, 2000, 10, 100, 100, 1000, 5000}
+)
+
+func (h *harness) sizeSet() sizeSet {
+	if h.sz.Lookups == fullSizes.Lookups {
+		return fullSizeSet
+	}
+	return smokeSizeSet
+}
+
+// measureSizes runs last: it leaves a million items in Redis, a thousand
+// terminals configured and a journal of millions of rows.
+func (h *harness) measureSizes() {
+	ss := h.sizeSet()
+	// Each slope in a subtest: one that fails is noted, the others still
+	// measured. The million items last: writing them can push posedge
+	// into degraded mode on a loaded box (a finding of its own).
+	t := h.t
+	for _, s := range []struct {
+		name string
+		fn   func(sizeSet)
+	}{
+		{"catalog", h.measureCatalogSizes}, {"terminals", h.measureTerminalSizes},
+		{"journal", h.measureJournalSizes}, {"items", h.measureItemSizes},
+	} {
+		if !h.phase(t, s.name, func() { s.fn(ss) }) {
+			h.notef("FINDING sizes/%s: the slope failed (see the test log)", s.name)
+		}
+	}
+}
+
+// slope adds the two sizes' rates and their ratio, and notes a path that
+// degrades more than 2×.
+func (h *harness) slope(name, what string, small, large []float64, smallLoads, largeLoads []float64, nSmall, nLarge int, unit string) {
+	ratios := make([]float64, len(small))
+	for i := range small {
+		ratios[i] = large[i] / small[i]
+	}
+	h.add(figure{Name: name, Value: median(ratios), Goal: ">= 0.5", Reps: ratios, Loads: largeLoads,
+		Detail: fmt.Sprintf("%s: %s at %d ÷ at %d (the repetitions pair up)", what, unit, nLarge, nSmall)})
+	h.add(figure{Name: name + "_small", Value: median(small), Reps: small, Loads: smallLoads,
+		Detail: fmt.Sprintf("%s at %d", unit, nSmall)})
+	h.add(figure{Name: name + "_large", Value: median(large), Reps: large, Loads: largeLoads,
+		Detail: fmt.Sprintf("%s at %d", unit, nLarge)})
+	if median(ratios) < 0.5 {
+		h.notef("FINDING %s: %s degrades %.1f× from %d to %d", name, what, 1/median(ratios), nSmall, nLarge)
+	}
+}
+
+// putItemsRaw writes items SZ<n> for n in [from, to) straight into Redis
+// in the layout posedge's ledger keeps (pe:{store}:item:<barcode>, a hash
+// of name, price_cents, stock), pipelined: the admin API would take
+// minutes for a million.
+func (h *harness) putItemsRaw(from, to int) {
+	ctx := context.Background()
+	// Pipelines of 1000 each followed by WAIT for both replicas: the
+	// write keeps pace with replication instead of starving the daemon's
+	// own calls (the first full run, at load 28, had posedge time out on
+	// Redis and turn degraded while a million items went in unthrottled).
+	const batch = 1000
+	for lo := from; lo < to; lo += batch {
+		pipe := h.raw.Pipeline()
+		for n := lo; n < min(lo+batch, to); n++ {
+			bc := sizeBarcode(n)
+			pipe.HSet(ctx, "pe:{"+h.store.StoreID+"}:item:"+bc, "name", "item "+bc, "price_cents", 199, "stock", 1000)
+		}
+		pipe.Do(ctx, "WAIT", 2, 5000)
+		if _, err := pipe.Exec(ctx); err != nil {
+			h.t.Fatalf("put items %d..%d: %v", lo, to, err)
+		}
+	}
+	h.settle()
+}
+
+// settle waits until no Redis node rewrites its AOF and posedge is in
+// normal mode: what a bulk write set going is not measured as the path's.
+func (h *harness) settle() {
+	ctx := context.Background()
+	deadline := time.Now().Add(5 * time.Minute)
+	var nodes []*redis.Client
+	for n := range len(h.store.Redis.NodePorts) {
+		nodes = append(nodes, h.store.Redis.NodeClient(n))
+	}
+	for {
+		busy := false
+		for _, c := range nodes {
+			info, err := c.Info(ctx, "persistence").Result()
+			if err == nil && (strings.Contains(info, "aof_rewrite_in_progress:1") || strings.Contains(info, "rdb_bgsave_in_progress:1")) {
+				busy = true
+			}
+		}
+		if !busy {
+			break
+		}
+		if time.Now().After(deadline) {
+			h.notef("sizes: Redis still rewriting its AOF after 5 minutes; measured anyway")
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	h.waitReady(2 * time.Minute)
+}
+
+func sizeBarcode(n int) string { return fmt.Sprintf("SZ%07d", n) }
+
+// lookupOf looks up item (i·a prime) mod n: every call another item,
+// spread over the whole set.
+func (h *harness) lookupOf(n int) func(i int) error {
+	return func(i int) error {
+		_, key := h.term(i)
+		bc := sizeBarcode(int((uint64(i) * 2654435761) % uint64(n)))
+		status, body, err := call(h.http, "GET", h.store.EdgeURL+"/v1/items/"+bc, key, nil, "")
+		if err == nil && status != 200 {
+			err = fmt.Errorf("lookup %s: %d %s", bc, status, body)
+		}
+		return err
+	}
+}
+
+func (h *harness) rate(n int, op func(i int) error) float64 {
+	d, _, err := runConcurrent(n, op)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return float64(n) / d.Seconds()
+}
+
+func (h *harness) measureItemSizes(ss sizeSet) {
+	h.putItemsRaw(0, ss.ItemsSmall)
+	var small, large, sl, ll []float64
+	for range h.sz.Reps {
+		small, sl = append(small, h.rate(h.sz.Lookups, h.lookupOf(ss.ItemsSmall))), append(sl, loadAvg())
+	}
+	t0 := time.Now()
+	h.putItemsRaw(ss.ItemsSmall, ss.ItemsLarge)
+	h.notef("sizes: %d items written into Redis in %s (pipelines of 5000 HSET)", ss.ItemsLarge-ss.ItemsSmall, time.Since(t0).Round(time.Millisecond))
+	for range h.sz.Reps {
+		large, ll = append(large, h.rate(h.sz.Lookups, h.lookupOf(ss.ItemsLarge))), append(ll, loadAvg())
+	}
+	h.slope("lookup_1m_vs_100_items", fmt.Sprintf("GET /v1/items/{barcode} of a different item each call, %d callers, %d each", concurrency, h.sz.Lookups),
+		small, large, sl, ll, ss.ItemsSmall, ss.ItemsLarge, "lookups/s with items in Redis")
+}
+
+// measureTerminalSizes configures the daemon with TermsLarge terminals
+// and compares lookups spread over TermsSmall of them with lookups
+// spread over all: per-terminal limiter keys and state.
+func (h *harness) measureTerminalSizes(ss sizeSet) {
+	if n := ss.TermsLarge - len(h.store.Terminals); n > 0 {
+		t0 := time.Now()
+		h.store.AddTerminals(n)
+		h.notef("sizes: posedge restarted with %d terminals configured in %s", len(h.store.Terminals), time.Since(t0).Round(time.Millisecond))
+	}
+	over := func(k int) func(i int) error {
+		return func(i int) error {
+			id := h.store.Terminals[i%k]
+			status, body, err := call(h.http, "GET", h.store.EdgeURL+"/v1/items/BENCH1", h.store.Keys[id], nil, "")
+			if err == nil && status != 200 {
+				err = fmt.Errorf("lookup as %s: %d %s", id, status, body)
+			}
+			return err
+		}
+	}
+	var small, large, sl, ll []float64
+	for range h.sz.Reps {
+		small, sl = append(small, h.rate(h.sz.Lookups, over(ss.TermsSmall))), append(sl, loadAvg())
+		large, ll = append(large, h.rate(h.sz.Lookups, over(ss.TermsLarge))), append(ll, loadAvg())
+	}
+	h.slope("limiter_1000_vs_10_terminals", fmt.Sprintf("GET /v1/items/{barcode} (limiter decision, item read) spread over the terminals, %d configured, %d callers, %d each", len(h.store.Terminals), concurrency, h.sz.Lookups),
+		small, large, sl, ll, ss.TermsSmall, ss.TermsLarge, "lookups/s")
+}
+
+// measureCatalogSizes: HQ's catalog bucket holds n new changes while the
+// daemon is stopped (SIGSTOP); from SIGCONT, the time until the daemon
+// has applied through the last one.
+func (h *harness) measureCatalogSizes(ss sizeSet) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	kv, err := h.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "POS_CATALOG", History: 1, Storage: jetstream.FileStorage})
+	if err != nil {
+		h.t.Fatalf("catalog bucket: %v", err)
+	}
+	// The first change makes the daemon reload; the measured ones resume.
+	rev, err := kv.Put(ctx, "_all.CATSEED", []byte(`{"name":"seed","price_cents":100,"active":true}`))
+	if err != nil {
+		h.t.Fatalf("catalog put: %v", err)
+	}
+	h.waitCatalog(rev, 2*time.Minute)
+	seq := 0
+	catchUp := func(n int) float64 {
+		h.store.Edge.Signal(syscall.SIGSTOP)
+		futs := make([]jetstream.PubAckFuture, n)
+		for k := range n {
+			seq++
+			v, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("catalog %d", seq), "price_cents": 100 + seq%1000, "active": true})
+			f, err := h.js.PublishAsync(fmt.Sprintf("$KV.POS_CATALOG._all.CAT%07d", seq%200_000), v)
+			if err != nil {
+				h.store.Edge.Signal(syscall.SIGCONT)
+				h.t.Fatalf("catalog publish: %v", err)
+			}
+			futs[k] = f
+			if k%2000 == 1999 { // within the client's async window (WithPublishAsyncMaxPending 4096)
+				select {
+				case <-h.js.PublishAsyncComplete():
+				case <-ctx.Done():
+				}
+			}
+		}
+		var last uint64
+		for _, f := range futs {
+			select {
+			case a := <-f.Ok():
+				last = max(last, a.Sequence)
+			case err := <-f.Err():
+				h.store.Edge.Signal(syscall.SIGCONT)
+				h.t.Fatalf("catalog publish ack: %v", err)
+			}
+		}
+		start := time.Now()
+		h.store.Edge.Signal(syscall.SIGCONT)
+		h.waitCatalog(last, 5*time.Minute)
+		return float64(n) / time.Since(start).Seconds()
+	}
+	var small, large, sl, ll []float64
+	for range h.sz.Reps {
+		small, sl = append(small, catchUp(ss.CatalogSmall)), append(sl, loadAvg())
+		large, ll = append(large, catchUp(ss.CatalogLarge)), append(ll, loadAvg())
+	}
+	h.slope("catalog_100k_vs_1k_changes", "catalog catch-up: changes put into HQ's bucket while posedge was SIGSTOPped, from SIGCONT to posedge_catalog_revision at the last (polled every 20 ms)",
+		small, large, sl, ll, ss.CatalogSmall, ss.CatalogLarge, "changes applied/s")
+}
+
+// waitCatalog waits for the daemon to have applied the catalog through
+// revision rev.
+func (h *harness) waitCatalog(rev uint64, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for h.metrics()["posedge_catalog_revision"] < float64(rev) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("catalog: revision %v applied, want %d", h.metrics()["posedge_catalog_revision"], rev)
+		}
+		time.Sleep(pollEvery)
+	}
+}
+
+// measureJournalSizes compares durable sales with the journal as this
+// run left it and grown by JournalAdd rows (acknowledged, confirmed
+// sales of an earlier day, as a store's journal holds within its
+// retention).
+func (h *harness) measureJournalSizes(ss sizeSet) {
+	var small, large, sl, ll []float64
+	before := h.store.JournalRows("")
+	for range h.sz.Reps {
+		small, sl = append(small, h.rate(h.sz.Sales, h.saleOp())), append(sl, loadAvg())
+		h.sales += h.sz.Sales
+	}
+	h.store.Edge.Kill()
+	t0 := time.Now()
+	grown := h.growJournal(ss.JournalAdd)
+	h.notef("sizes: %d rows added to the journal (one SQL statement, posedge stopped) in %s", grown, time.Since(t0).Round(time.Millisecond))
+	t0 = time.Now()
+	h.store.StartEdge()
+	h.notef("sizes: posedge started on a journal of %d rows, ready in %s", h.store.JournalRows(""), time.Since(t0).Round(time.Millisecond))
+	rows := h.store.JournalRows("")
+	for range h.sz.Reps {
+		large, ll = append(large, h.rate(h.sz.Sales, h.saleOp())), append(ll, loadAvg())
+		h.sales += h.sz.Sales
+	}
+	h.slope("sales_journal_large_vs_small", fmt.Sprintf("durable POST /v1/sales, %d callers, %d each, journal of %d rows then of %d", concurrency, h.sz.Sales, before, rows),
+		small, large, sl, ll, before, rows, "sales/s with the journal")
+}
+
+// growJournal adds n acknowledged, confirmed sale rows (flow numbers
+// Bxxxxxxxxxxxxxxx, outside every range posedge hands out) to the
+// stopped daemon's journal, in one statement.
+func (h *harness) growJournal(n int) int {
+	if n <= 0 {
+		return 0
+	}
+	db, err := sql.Open("sqlite", "file:"+h.store.Journal+"?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	body := `{"store_id":"` + h.store.StoreID + `","terminal_id":"T01","kind":"sale","total_cents":199,"tender":"cash","lines":[{"barcode":"BENCH2","qty":1,"price_cents":199}]}`
+	res, err := db.Exec(`WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM c WHERE n < ?)
+		INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind, tender, total_cents, business_day, business_hour,
+			created_at, body, mode, applied, state, journaled_at, acked_at, confirmed_at)
+		SELECT printf('B%015d', n), 0, 'T01', printf('bulk-%d', n), 'bulk', 'sale', 'cash', 199, '20260101', '2026010112',
+			?, ?, 'normal', 1, 'acked', ?, ?, ? FROM c`, n, now, body, now, now, now)
+	if err != nil {
+		h.t.Fatalf("grow the journal: %v", err)
+	}
+	got, _ := res.RowsAffected()
+	return int(got)
+}
