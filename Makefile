@@ -56,11 +56,17 @@ build: ## build posedge, posedge-hq and posedge-sim into ./bin/
 PLAIN_PKGS_RE = /(e2e|bench|sync/replay|sync/hq|cmd/posedge|cmd/posedge-hq|cmd/posedge-sim)$$
 RACE_PKGS = $(shell go list ./... | grep -Ev '$(PLAIN_PKGS_RE)')
 PLAIN_PKGS = $(shell go list ./... | grep -E '$(PLAIN_PKGS_RE)')
+# Tests of a time bound under a flat-out load, run plain instead: the race
+# detector's 3-6x slows the load's own side until it measures the detector
+# (edge/ledger TestHandOverKeepsSelling never handed over under -race at load 15).
+RACE_TIMED = TestHandOverKeepsSelling
+RACE_TIMED_PKGS = ./edge/ledger/
 test: ## the CI gate: installs what is missing (test-deps), check, every test (in-process packages under -race; starts its own Redis, Sentinel, NATS, PostgreSQL; fuzz targets over their corpus), fuzz-short, test-tools, clients
 	./scripts/test-deps.sh
 	$(MAKE) check
 	go build -o bin/testfilter ./internal/testfilter
-	bash -o pipefail -c "go test -race -json -p 1 -count=1 -timeout 30m -skip '^TestTool' $(RACE_PKGS) | bin/testfilter"
+	bash -o pipefail -c "go test -race -json -p 1 -count=1 -timeout 30m -skip '^TestTool|^($(RACE_TIMED))$$' $(RACE_PKGS) | bin/testfilter"
+	bash -o pipefail -c "go test -json -p 1 -count=1 -timeout 10m -run '^($(RACE_TIMED))$$' $(RACE_TIMED_PKGS) | bin/testfilter"
 	bash -o pipefail -c "go test -json -p 1 -count=1 -timeout 60m -skip '^TestTool' $(PLAIN_PKGS) | bin/testfilter"
 	$(MAKE) fuzz-short
 	$(MAKE) test-tools
