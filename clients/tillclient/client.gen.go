@@ -461,9 +461,14 @@ type Cents = int64
 
 // Check defines model for Check.
 type Check struct {
-	Detail string      `json:"detail"`
-	Hint   *string     `json:"hint,omitempty"`
-	Name   string      `json:"name"`
+	// AgeSeconds How old the fact this check judged is, when it was seen by the daemon's prober (the Redis checks) rather than read for this report; absent otherwise.
+	AgeSeconds *int    `json:"age_seconds,omitempty"`
+	Detail     string  `json:"detail"`
+	Hint       *string `json:"hint,omitempty"`
+	Name       string  `json:"name"`
+
+	// Stale The fact is older than status believes (10 s, five probe rounds): the check is `unknown`, not what the fact last said. Absent when false.
+	Stale  *bool       `json:"stale,omitempty"`
 	Status CheckStatus `json:"status"`
 }
 
@@ -780,15 +785,21 @@ type StatusReport struct {
 	Redis struct {
 		Error string `json:"error"`
 
+		// LatencyMs The fastest call of the last probe, in milliseconds.
+		LatencyMs *float32 `json:"latency_ms,omitempty"`
+
 		// Master host:port of the master, or empty.
 		Master         string `json:"master"`
 		MaxmemoryBytes *int   `json:"maxmemory_bytes,omitempty"`
 		Ok             bool   `json:"ok"`
 
 		// Replicas Replicas online.
-		Replicas        int  `json:"replicas"`
-		Sentinels       *int `json:"sentinels,omitempty"`
-		UsedMemoryBytes *int `json:"used_memory_bytes,omitempty"`
+		Replicas int `json:"replicas"`
+
+		// SeenAt When the facts above were seen (the last probe, or a failure reported since); absent before the first probe.
+		SeenAt          *time.Time `json:"seen_at,omitempty"`
+		Sentinels       *int       `json:"sentinels,omitempty"`
+		UsedMemoryBytes *int       `json:"used_memory_bytes,omitempty"`
 	} `json:"redis"`
 	Status  StatusReportStatus `json:"status"`
 	StoreId string             `json:"store_id"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,14 +33,23 @@ func (r *Redis) RestartNodeInRole(i int) {
 		return c.Ping(context.Background()).Err() == nil
 	})
 	m := r.MasterIndex()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var err error
-	switch {
-	case m == i:
-		err = c.Do(ctx, "REPLICAOF", "NO", "ONE").Err()
-	case m >= 0:
-		err = c.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(r.NodePorts[m])).Err()
+	// A node restarted on a large AOF answers PING but refuses REPLICAOF
+	// with LOADING until its dataset is in memory (seen 28 minutes into
+	// the 30-minute nemesis): wait that out, nothing else.
+	for {
+		switch {
+		case m == i:
+			err = c.Do(ctx, "REPLICAOF", "NO", "ONE").Err()
+		case m >= 0:
+			err = c.Do(ctx, "REPLICAOF", "127.0.0.1", strconv.Itoa(r.NodePorts[m])).Err()
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), "LOADING") || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
 		r.t.Fatalf("set the role of %s after its restart: %v", r.Nodes[i].Name, err)
