@@ -3,12 +3,12 @@ package ledger_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/internal/testenv/load"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -77,20 +77,7 @@ func TestHandOverKeepsSelling(t *testing.T) {
 	ended := time.Now()
 
 	mu.Lock()
-	slices.SortFunc(oks, func(a, b time.Time) int { return a.Compare(b) })
-	longest, prev, at := time.Duration(0), watchFrom, watchFrom
-	for _, ok := range oks {
-		if ok.Before(watchFrom) {
-			continue
-		}
-		if d := ok.Sub(prev); d > longest {
-			longest, at = d, prev
-		}
-		prev = ok
-	}
-	if d := ended.Sub(prev); d > longest {
-		longest, at = d, prev
-	}
+	longest, at := load.LongestGap(oks, watchFrom, ended)
 	total := sold
 	mu.Unlock()
 	t.Logf("%d sales; back in normal mode %v after the repair began; longest time no sale was answered %v, from %v after it",
