@@ -3,10 +3,11 @@ package bench
 import (
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/posedge/posedge/internal/testenv/load"
 )
 
 // The no-sale windows of issue 21: how long the tills are told no sale
@@ -106,20 +107,7 @@ func (h *harness) measureFailover() {
 
 	mu.Lock()
 	defer mu.Unlock()
-	sort.Slice(oks, func(i, j int) bool { return oks[i].Before(oks[j]) })
-	longest, prev, at := time.Duration(0), killed, killed
-	for _, t := range oks {
-		if t.Before(killed) {
-			continue
-		}
-		if d := t.Sub(prev); d > longest {
-			longest, at = d, prev
-		}
-		prev = t
-	}
-	if d := ended.Sub(prev); d > longest {
-		longest, at = d, prev
-	}
+	longest, at := load.LongestGap(oks, killed, ended)
 	h.add(figure{Name: "failover_no_sale_ms", Value: ms(longest), Goal: "< 3000",
 		Detail: fmt.Sprintf("%d tills selling, Redis master SIGKILLed: longest gap between two 201s (from the kill) until back in normal mode on the new master + 2 s; it began %v after the kill",
 			failoverTills, at.Sub(killed).Round(time.Millisecond))})

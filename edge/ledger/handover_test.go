@@ -3,12 +3,13 @@ package ledger_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/internal/testenv/load"
+	"github.com/posedge/posedge/internal/testenv/racebuild"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -50,12 +51,26 @@ func TestHandOverKeepsSelling(t *testing.T) {
 			}
 		})
 	}
-	// A backlog first: the tills sell degraded for a while (under -race on
-	// a loaded 2-core box 15,000 degraded sales took more than 30 s).
-	testenv.WaitFor(t, 2*time.Minute, "a degraded backlog of 15000", func() bool {
+	// A backlog first: the tills sell degraded for backlogFor. Its size
+	// comes from the rate this box sustains (measured over the first
+	// rateOver), not a fixed count: under -race on a loaded 2-core box
+	// the tills' own side is 3-6x slower, and a fixed 15,000 took more than
+	// 30 s to build. The repair then applies as many sales as the tills
+	// made in backlogFor, whatever the box, so the hand-over has the same
+	// backlog relative to the repair's speed in either build.
+	const rateOver, backlogFor = 2 * time.Second, 4 * time.Second
+	count := func() int64 {
 		mu.Lock()
 		defer mu.Unlock()
-		return sold >= 15000
+		return sold
+	}
+	t0, n0 := time.Now(), count()
+	time.Sleep(rateOver)
+	rate := float64(count()-n0) / time.Since(t0).Seconds()
+	backlog := max(2000, int64(rate*backlogFor.Seconds()))
+	t.Logf("tills sell %.0f/s degraded (race build: %v); backlog %d", rate, racebuild.Enabled, backlog)
+	testenv.WaitFor(t, 2*time.Minute, fmt.Sprintf("a degraded backlog of %d", backlog), func() bool {
+		return count() >= backlog
 	})
 	watchFrom := time.Now()
 	watched := make(chan struct{})
@@ -77,20 +92,7 @@ func TestHandOverKeepsSelling(t *testing.T) {
 	ended := time.Now()
 
 	mu.Lock()
-	slices.SortFunc(oks, func(a, b time.Time) int { return a.Compare(b) })
-	longest, prev, at := time.Duration(0), watchFrom, watchFrom
-	for _, ok := range oks {
-		if ok.Before(watchFrom) {
-			continue
-		}
-		if d := ok.Sub(prev); d > longest {
-			longest, at = d, prev
-		}
-		prev = ok
-	}
-	if d := ended.Sub(prev); d > longest {
-		longest, at = d, prev
-	}
+	longest, at := load.LongestGap(oks, watchFrom, ended)
 	total := sold
 	mu.Unlock()
 	t.Logf("%d sales; back in normal mode %v after the repair began; longest time no sale was answered %v, from %v after it",

@@ -31,7 +31,7 @@ func BuildBinaries(dir string) error {
 	}
 	for _, pkg := range []string{"posedge", "posedge-hq"} {
 		args := []string{"build", "-o", filepath.Join(dir, pkg)}
-		// make test sets POSEDGE_RACE=1: the daemons the e2e tests drive
+		// make test-race sets POSEDGE_RACE=1: the daemons the e2e tests drive
 		// are race builds, so a race in them fails the test that hit it.
 		if os.Getenv("POSEDGE_RACE") == "1" {
 			args = append(args, "-race")

@@ -56,3 +56,30 @@ func Percentile(lat []time.Duration, p float64) time.Duration {
 	slices.Sort(s)
 	return s[min(len(s)-1, int(float64(len(s))*p))]
 }
+
+// LongestGap is the longest time between two successes in the window
+// [from, to]: from the window's start to the first success, between
+// consecutive ones, and from the last to its end (a window with none is
+// one gap). It returns the gap and when it began. oks need not be sorted
+// and is left as it is; successes before from or after to are ignored.
+// It is the "no sale answered" figure of a failover: the fault at from,
+// the recovery seen (and a little more) at to.
+func LongestGap(oks []time.Time, from, to time.Time) (gap time.Duration, began time.Time) {
+	s := slices.Clone(oks)
+	slices.SortFunc(s, func(a, b time.Time) int { return a.Compare(b) })
+	prev := from
+	began = from
+	for _, ok := range s {
+		if ok.Before(from) || ok.After(to) {
+			continue
+		}
+		if d := ok.Sub(prev); d > gap {
+			gap, began = d, prev
+		}
+		prev = ok
+	}
+	if d := to.Sub(prev); d > gap {
+		gap, began = d, prev
+	}
+	return gap, began
+}

@@ -56,3 +56,40 @@ func TestPercentile(t *testing.T) {
 		t.Error("Percentile of nothing is not zero")
 	}
 }
+
+func TestLongestGap(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(ms ...int) []time.Time {
+		var s []time.Time
+		for _, m := range ms {
+			s = append(s, t0.Add(time.Duration(m)*time.Millisecond))
+		}
+		return s
+	}
+	for _, tt := range []struct {
+		name    string
+		oks     []time.Time
+		to      int // ms after t0
+		gap     time.Duration
+		beganMs int
+	}{
+		{"none: the whole window", nil, 500, 500 * time.Millisecond, 0},
+		{"from the start to the first", at(300, 350, 400), 450, 300 * time.Millisecond, 0},
+		{"between two, unsorted", at(400, 100, 900, 150), 950, 500 * time.Millisecond, 400},
+		{"from the last to the end", at(10, 20, 30), 1000, 970 * time.Millisecond, 30},
+		{"before from and after to ignored", at(-5000, 100, 200, 9000), 300, 100 * time.Millisecond, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			orig := append([]time.Time(nil), tt.oks...)
+			gap, began := LongestGap(tt.oks, t0, t0.Add(time.Duration(tt.to)*time.Millisecond))
+			if gap != tt.gap || !began.Equal(t0.Add(time.Duration(tt.beganMs)*time.Millisecond)) {
+				t.Errorf("LongestGap = %v from +%v, want %v from +%dms", gap, began.Sub(t0), tt.gap, tt.beganMs)
+			}
+			for i := range orig {
+				if !orig[i].Equal(tt.oks[i]) {
+					t.Fatal("LongestGap reordered its argument")
+				}
+			}
+		})
+	}
+}
