@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/internal/testenv"
 )
 
@@ -30,6 +31,28 @@ func nodeSeq(s *testenv.Store, i int) int64 {
 // the truth: every sale told 2xx at HQ once, stock and counters on the
 // new master recomputed from the tills' history (auditMix, moneycheck).
 func TestRedisSplitBrain(t *testing.T) {
+	splitBrain(t, 3*time.Second, func(s *testenv.Store) {
+		r := s.Admin("POST", "/admin/v1/reconcile", nil)
+		if r.Status != 200 {
+			t.Fatalf("POST /admin/v1/reconcile: %d %s", r.Status, r.Body)
+		}
+		t.Logf("after the heal, the reconciliation corrected Redis: %s", r.Body)
+	})
+}
+
+// TestRedisSplitBrainLong is TestRedisSplitBrain with the cut held for
+// longer than ledger.FailoverSettle after the election: the settle
+// re-apply runs while the old master is still cut off, and the heal comes
+// after it. Redis must match the journal after the heal with no
+// reconciliation: what the old master took is on the new master by then.
+func TestRedisSplitBrainLong(t *testing.T) {
+	splitBrain(t, ledger.FailoverSettle+5*time.Second, nil)
+}
+
+// splitBrain runs the split brain with the cut held for hold after the
+// election, then beforeRedis (nil: none) once the journal and HQ are
+// proven and before Redis is held to the journal.
+func splitBrain(t *testing.T, hold time.Duration, beforeRedis func(*testenv.Store)) {
 	seed := testSeed(t)
 	s := startStore(t, testenv.StoreOptions{Limits: looseMix, RedisPartitionable: true})
 	putMixItems(s)
@@ -60,7 +83,7 @@ func TestRedisSplitBrain(t *testing.T) {
 	lacking := atElection - nodeSeq(s, promoted)
 	var lastOld int64
 	var lastWrite time.Time
-	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	for deadline := elected.Add(hold); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if n := nodeSeq(s, old); n > lastOld {
 			lastOld = n
 			if n > atElection {
@@ -72,8 +95,8 @@ func TestRedisSplitBrain(t *testing.T) {
 		t.Fatalf("no split brain: the old master's sequence stayed at %d after %s was elected (%v after the cut)",
 			atElection, s.Redis.Nodes[promoted].Name, elected.Sub(cut))
 	}
-	t.Logf("split brain: new master elected %v after the cut, lacking %d flow numbers; the old master took %d more over %v after it",
-		elected.Sub(cut).Round(time.Millisecond), lacking, lastOld-atElection, lastWrite.Sub(elected).Round(time.Millisecond))
+	t.Logf("split brain: new master elected %v after the cut, lacking %d flow numbers; the old master took %d more over %v after it; cut held %v after the election",
+		elected.Sub(cut).Round(time.Millisecond), lacking, lastOld-atElection, lastWrite.Sub(elected).Round(time.Millisecond), time.Since(elected).Round(time.Millisecond))
 
 	s.Redis.HealSplitBrain(old)
 	testenv.WaitFor(t, 30*time.Second, "the old master turned replica", func() bool {
@@ -91,6 +114,10 @@ func TestRedisSplitBrain(t *testing.T) {
 	} else {
 		t.Logf("%d journaled sales carry flow numbers only the cut-off master issued", n)
 	}
+	if beforeRedis == nil {
+		auditMix(t, s, got)
+		return
+	}
 	// Known gap (issue 23, session 6): since the resumable repair and the
 	// hand-over's self-apply were merged beside the settle re-apply, Redis
 	// can still lack a few of the sales the cut-off master took (4 units of
@@ -98,11 +125,5 @@ func TestRedisSplitBrain(t *testing.T) {
 	// one. The journal and HQ are checked first, as before; Redis is then
 	// held to what the journal says after the reconciliation an operator
 	// (or the daily job) runs, and the shortfall it corrected is logged.
-	auditMixThen(t, s, got, func() {
-		r := s.Admin("POST", "/admin/v1/reconcile", nil)
-		if r.Status != 200 {
-			t.Fatalf("POST /admin/v1/reconcile: %d %s", r.Status, r.Body)
-		}
-		t.Logf("after the heal, the reconciliation corrected Redis: %s", r.Body)
-	})
+	auditMixThen(t, s, got, func() { beforeRedis(s) })
 }
