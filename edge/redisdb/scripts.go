@@ -93,7 +93,9 @@ func RunUndo(ctx context.Context, rdb redis.Scripter, k Keys, t Txn, flow string
 }
 
 // RunComplete runs txn_complete.lua: it marks the record of (term, key)
-// COMPLETED, and the payment token key when the key is one (tokenForm).
+// COMPLETED, and the payment token key when the key is one (tokenForm),
+// only where this Redis holds them (1; 0 when it lacks the record: a
+// failover came between the sale and its completion).
 func RunComplete(ctx context.Context, rdb redis.Scripter, k Keys, term, key string, tokenForm bool) *redis.Cmd {
 	ks := []string{k.Idem(term, key)}
 	if tokenForm {
