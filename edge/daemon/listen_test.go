@@ -3,6 +3,7 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -150,7 +152,8 @@ terminals:
 	defer s.term.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s.reloadOnHUP(ctx, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	logs := &lockedBuffer{}
+	s.reloadOnHUP(ctx, slog.New(slog.NewTextHandler(logs, nil)))
 
 	var conns atomic.Int64
 	kept := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, n, a string) (net.Conn, error) {
@@ -173,7 +176,11 @@ terminals:
 	}
 	os.WriteFile(path, []byte("store_id: [broken\n"), 0o600)
 	syscall.Kill(os.Getpid(), syscall.SIGHUP)
-	time.Sleep(200 * time.Millisecond)
+	// The reload's own verdict, not a pause: once it logged that the file
+	// does not load, the keys it kept are the ones to check.
+	testenv.WaitFor(t, 5*time.Second, "the broken config's reload refused", func() bool {
+		return strings.Contains(logs.String(), "SIGHUP: config not reloaded")
+	})
 	if status(kept, "old-key-of-T01") != 200 {
 		t.Fatal("a config that does not load dropped the keys in use")
 	}
@@ -186,4 +193,23 @@ terminals:
 	if n := conns.Load(); n != 1 {
 		t.Errorf("%d connections dialled, want 1: the reload dropped the open one", n)
 	}
+}
+
+// lockedBuffer is a log sink the reload goroutine writes while the test
+// reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

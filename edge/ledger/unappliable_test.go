@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -58,7 +59,21 @@ func TestUnappliableTransactionIsSetAsideAndNeverBlocks(t *testing.T) {
 		t.Fatal("the set-aside transaction still waits for Redis")
 	}
 	// Later ticks leave it alone: X's stock is untouched however many run.
-	time.Sleep(300 * time.Millisecond)
+	// Proven by a marker through the same path, not a pause: a later
+	// degraded sale, applied by a later tick's pass over the journal.
+	markers := 0
+	for degraded := false; !degraded; markers++ {
+		if markers == 20 {
+			t.Fatal("no marker sale was journaled in degraded mode")
+		}
+		e.l.SetRedisDown(true)
+		m := e.mustSale("T01", fmt.Sprintf("marker%d", markers), sale1("Y", 1, 100))
+		degraded = strings.HasPrefix(m.FlowNo, "20")
+	}
+	testenv.WaitFor(t, 10*time.Second, "a later tick applied the marker sale", func() bool {
+		has, err := e.j.HasUnapplied(e.ctx)
+		return err == nil && !has && !e.l.Degraded()
+	})
 	if v, _ := e.rdb.HGet(e.ctx, itemKeys[0], "stock").Result(); v != "ten" {
 		t.Fatalf("stock of X changed to %q while set aside", v)
 	}
@@ -77,7 +92,7 @@ func TestUnappliableTransactionIsSetAsideAndNeverBlocks(t *testing.T) {
 	if got := e.stock("X"); got != 8 {
 		t.Fatalf("stock of X %d, want 8", got)
 	}
-	if got := e.today(); got != (ledger.Totals{Sales: 3, SalesCents: 600}) {
+	if got := e.today(); got != (ledger.Totals{Sales: 3 + int64(markers), SalesCents: 600 + 100*int64(markers)}) {
 		t.Fatalf("day totals %+v after the retry", got)
 	}
 	if n, err := e.l.ApplyDegraded(e.ctx); err != nil || n != 0 {

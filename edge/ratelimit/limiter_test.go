@@ -211,11 +211,32 @@ func TestWindowSlides(t *testing.T) {
 			t.Fatalf("a slot freed at %v, before batch A left the window at %v", now, tA.Add(window))
 		}
 	}
+	// Held to the hit log Redis keeps, not to how fast this machine is:
+	// the oldest hit left must be batch B's, and the next pay is allowed
+	// exactly when it has left the window at the Redis time the decision
+	// was made (the new hit's score), denied with the time until it does.
+	key := "pe:{S001}:rl:a:T01:pay"
+	log, err := rdb.ZRangeWithScores(context.Background(), key, 0, 0).Result()
+	if err != nil || len(log) != 1 {
+		t.Fatalf("ZRANGE %s: %v %v", key, log, err)
+	}
+	oldest := time.UnixMicro(int64(log[0].Score))
+	if oldest.Before(tB) {
+		t.Fatalf("oldest hit at %v, before batch B began at %v: batch A is still logged", oldest, tB)
+	}
+	before := redisNow(t, rdb)
 	d = pay()
-	if now := redisNow(t, rdb); d.Allowed && now.Before(tB.Add(window)) {
-		t.Fatalf("a third slot freed while batch B is in the window: %+v", d)
-	} else if d.Allowed {
-		t.Logf("inconclusive: the machine stalled past batch B's window (%v)", now.Sub(tB))
+	after := redisNow(t, rdb)
+	if d.Allowed {
+		last, err := rdb.ZRevRangeWithScores(context.Background(), key, 0, 0).Result()
+		if err != nil || len(last) != 1 {
+			t.Fatalf("ZREVRANGE %s: %v %v", key, last, err)
+		}
+		if at := time.UnixMicro(int64(last[0].Score)); at.Before(oldest.Add(window)) {
+			t.Fatalf("a third slot freed at %v while batch B's hit of %v was in the window: %+v", at, oldest, d)
+		}
+	} else if leaves := oldest.Add(window); d.Reset < 0 || d.Reset > leaves.Sub(before)+time.Millisecond || d.Reset < leaves.Sub(after)-time.Millisecond {
+		t.Fatalf("denied with reset %v, want the time until batch B's hit leaves (%v..%v)", d.Reset, leaves.Sub(after), leaves.Sub(before))
 	}
 	if n := zcard(t, rdb, "pe:{S001}:rl:a:T01:pay"); n > 4 {
 		t.Fatalf("pay key holds %d hits, more than its limit", n)
