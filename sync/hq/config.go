@@ -43,8 +43,8 @@ const (
 	DefaultStreamMaxBytes          = 16 << 30
 	minStreamMaxBytes              = 1 << 20
 	minStreamMaxMsgsPerSubject     = 100
-	DefaultCatalogBucket   = "POS_CATALOG"
-	maxBatchSize           = 10000
+	DefaultCatalogBucket           = "POS_CATALOG"
+	maxBatchSize                   = 10000
 )
 
 // ErrNoConfig means the config file does not exist (as opposed to
@@ -59,20 +59,20 @@ type Config struct {
 	Stream          string
 	SubjectPrefix   string
 	DuplicateWindow time.Duration
-	StreamReplicas  int    // copies of the stream in a JetStream cluster: 1, 3 or 5
+	StreamReplicas  int // copies of the stream in a JetStream cluster: 1, 3 or 5
 	// The stream's limits. A publish past one is refused (DiscardNew,
 	// per subject too): the store keeps the row and sends it again.
 	StreamMaxAge            time.Duration
-	StreamMaxBytes          int64 // the whole stream
-	StreamMaxMsgsPerSubject int64 // each subject: one store's sales, heartbeats, manifests or adjustments
-	Database        string // sqlite://PATH or postgres://…
-	AdminListen     string
-	AdminTokenFile  string   // bearer token of the admin API; required unless AdminListen is loopback
-	AdminTLS        AdminTLS // optional TLS of the admin listener
-	BatchSize       int
-	SilentAfter     time.Duration
-	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
-	CatalogBucket   string        // JetStream key-value bucket of the item master
+	StreamMaxBytes          int64  // the whole stream
+	StreamMaxMsgsPerSubject int64  // each subject: one store's sales, heartbeats, manifests or adjustments
+	Database                string // sqlite://PATH or postgres://…
+	AdminListen             string
+	AdminTokenFile          string   // bearer token of the admin API; required unless AdminListen is loopback
+	AdminTLS                AdminTLS // optional TLS of the admin listener
+	BatchSize               int
+	SilentAfter             time.Duration
+	AckWait                 time.Duration // how long JetStream waits for an ack before redelivering
+	CatalogBucket           string        // JetStream key-value bucket of the item master
 
 	// MaxSaleCents bounds every price, line and total of a stored
 	// transaction; a message above it is quarantined (docs/hq-sync.md).
@@ -105,13 +105,13 @@ func DefaultConfig() Config {
 		StreamMaxAge:            DefaultStreamMaxAge,
 		StreamMaxBytes:          DefaultStreamMaxBytes,
 		StreamMaxMsgsPerSubject: DefaultStreamMaxMsgsPerSubject,
-		Database:        DefaultDatabase,
-		AdminListen:     DefaultAdminListen,
-		BatchSize:       DefaultBatchSize,
-		SilentAfter:     hqdb.DefaultSilentAfter,
-		AckWait:         DefaultAckWait,
-		CatalogBucket:   DefaultCatalogBucket,
-		MaxSaleCents:    cents.DefaultMaxSaleCents,
+		Database:                DefaultDatabase,
+		AdminListen:             DefaultAdminListen,
+		BatchSize:               DefaultBatchSize,
+		SilentAfter:             hqdb.DefaultSilentAfter,
+		AckWait:                 DefaultAckWait,
+		CatalogBucket:           DefaultCatalogBucket,
+		MaxSaleCents:            cents.DefaultMaxSaleCents,
 	}
 }
 
@@ -129,8 +129,8 @@ type fileConfig struct {
 	StreamMaxAge            *string `yaml:"stream_max_age"`
 	StreamMaxBytes          *string `yaml:"stream_max_bytes"`
 	StreamMaxMsgsPerSubject *string `yaml:"stream_max_msgs_per_subject"`
-	Database        *string        `yaml:"database"`
-	Admin           *struct {
+	Database                *string `yaml:"database"`
+	Admin                   *struct {
 		Listen    *string `yaml:"listen"`
 		TokenFile *string `yaml:"token_file"`
 		TLS       *struct {
