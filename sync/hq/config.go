@@ -35,8 +35,16 @@ const (
 	DefaultDuplicateWindow = 2 * time.Minute
 	DefaultAckWait         = 30 * time.Second
 	DefaultStreamReplicas  = 1
-	DefaultCatalogBucket   = "POS_CATALOG"
-	maxBatchSize           = 10000
+	// The stream's limits (docs/hq-sync.md, "Stream limits"): two weeks
+	// of a busy store's messages on each of its subjects, so a week-long
+	// HQ outage fits with a week to spare; 16 GiB for the whole stream.
+	DefaultStreamMaxAge            = 14 * 24 * time.Hour
+	DefaultStreamMaxMsgsPerSubject = 1_000_000
+	DefaultStreamMaxBytes          = 16 << 30
+	minStreamMaxBytes              = 1 << 20
+	minStreamMaxMsgsPerSubject     = 100
+	DefaultCatalogBucket           = "POS_CATALOG"
+	maxBatchSize                   = 10000
 )
 
 // ErrNoConfig means the config file does not exist (as opposed to
@@ -51,15 +59,20 @@ type Config struct {
 	Stream          string
 	SubjectPrefix   string
 	DuplicateWindow time.Duration
-	StreamReplicas  int    // copies of the stream in a JetStream cluster: 1, 3 or 5
-	Database        string // sqlite://PATH or postgres://…
-	AdminListen     string
-	AdminTokenFile  string   // bearer token of the admin API; required unless AdminListen is loopback
-	AdminTLS        AdminTLS // optional TLS of the admin listener
-	BatchSize       int
-	SilentAfter     time.Duration
-	AckWait         time.Duration // how long JetStream waits for an ack before redelivering
-	CatalogBucket   string        // JetStream key-value bucket of the item master
+	StreamReplicas  int // copies of the stream in a JetStream cluster: 1, 3 or 5
+	// The stream's limits. A publish past one is refused (DiscardNew,
+	// per subject too): the store keeps the row and sends it again.
+	StreamMaxAge            time.Duration
+	StreamMaxBytes          int64  // the whole stream
+	StreamMaxMsgsPerSubject int64  // each subject: one store's sales, heartbeats, manifests or adjustments
+	Database                string // sqlite://PATH or postgres://…
+	AdminListen             string
+	AdminTokenFile          string   // bearer token of the admin API; required unless AdminListen is loopback
+	AdminTLS                AdminTLS // optional TLS of the admin listener
+	BatchSize               int
+	SilentAfter             time.Duration
+	AckWait                 time.Duration // how long JetStream waits for an ack before redelivering
+	CatalogBucket           string        // JetStream key-value bucket of the item master
 
 	// MaxSaleCents bounds every price, line and total of a stored
 	// transaction; a message above it is quarantined (docs/hq-sync.md).
@@ -88,13 +101,17 @@ func DefaultConfig() Config {
 		SubjectPrefix:   wire.DefaultSubjectPrefix,
 		DuplicateWindow: DefaultDuplicateWindow,
 		StreamReplicas:  DefaultStreamReplicas,
-		Database:        DefaultDatabase,
-		AdminListen:     DefaultAdminListen,
-		BatchSize:       DefaultBatchSize,
-		SilentAfter:     hqdb.DefaultSilentAfter,
-		AckWait:         DefaultAckWait,
-		CatalogBucket:   DefaultCatalogBucket,
-		MaxSaleCents:    cents.DefaultMaxSaleCents,
+
+		StreamMaxAge:            DefaultStreamMaxAge,
+		StreamMaxBytes:          DefaultStreamMaxBytes,
+		StreamMaxMsgsPerSubject: DefaultStreamMaxMsgsPerSubject,
+		Database:                DefaultDatabase,
+		AdminListen:             DefaultAdminListen,
+		BatchSize:               DefaultBatchSize,
+		SilentAfter:             hqdb.DefaultSilentAfter,
+		AckWait:                 DefaultAckWait,
+		CatalogBucket:           DefaultCatalogBucket,
+		MaxSaleCents:            cents.DefaultMaxSaleCents,
 	}
 }
 
@@ -108,8 +125,12 @@ type fileConfig struct {
 	SubjectPrefix   *string        `yaml:"subject_prefix"`
 	DuplicateWindow *string        `yaml:"duplicate_window"`
 	StreamReplicas  *string        `yaml:"stream_replicas"`
-	Database        *string        `yaml:"database"`
-	Admin           *struct {
+
+	StreamMaxAge            *string `yaml:"stream_max_age"`
+	StreamMaxBytes          *string `yaml:"stream_max_bytes"`
+	StreamMaxMsgsPerSubject *string `yaml:"stream_max_msgs_per_subject"`
+	Database                *string `yaml:"database"`
+	Admin                   *struct {
 		Listen    *string `yaml:"listen"`
 		TokenFile *string `yaml:"token_file"`
 		TLS       *struct {
@@ -239,6 +260,9 @@ func ParseConfig(file string, data []byte) (Config, error) {
 		}
 	}
 	v.duration(&c.DuplicateWindow, "duplicate_window", fc.DuplicateWindow, time.Second, 0)
+	v.duration(&c.StreamMaxAge, "stream_max_age", fc.StreamMaxAge, time.Second, 0)
+	v.count(&c.StreamMaxBytes, "stream_max_bytes", fc.StreamMaxBytes, minStreamMaxBytes)
+	v.count(&c.StreamMaxMsgsPerSubject, "stream_max_msgs_per_subject", fc.StreamMaxMsgsPerSubject, minStreamMaxMsgsPerSubject)
 	v.duration(&c.SilentAfter, "silent_after", fc.SilentAfter, time.Second, 0)
 	v.duration(&c.AckWait, "ack_wait", fc.AckWait, time.Second, 10*time.Minute)
 	if fc.BatchSize != nil {
@@ -307,6 +331,22 @@ func (v *validator) duration(dst *time.Duration, key string, src *string, min, m
 	}
 }
 
+// count reads a whole number of at least min into dst.
+func (v *validator) count(dst *int64, key string, src *string, min int64) {
+	if src == nil {
+		return
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(*src), 10, 64)
+	switch {
+	case err != nil:
+		v.add(key, *src, errors.New("not a whole number"))
+	case n < min:
+		v.add(key, *src, fmt.Errorf("must be at least %d", min))
+	default:
+		*dst = n
+	}
+}
+
 var (
 	streamName   = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 	subjectToken = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -328,6 +368,11 @@ func (c *Config) validate(v *validator) {
 	}
 	if !streamName.MatchString(c.CatalogBucket) {
 		v.add("catalog_bucket", c.CatalogBucket, errors.New("must be 1-64 of [A-Za-z0-9_-]"))
+	}
+	if c.StreamMaxAge < c.DuplicateWindow {
+		// JetStream refuses the stream otherwise: its duplicate check
+		// needs the messages it remembers.
+		v.add("stream_max_age", c.StreamMaxAge.String(), fmt.Errorf("must be at least duplicate_window (%v)", c.DuplicateWindow))
 	}
 	if err := checkSubjectPrefix(c.SubjectPrefix); err != nil {
 		v.add("subject_prefix", c.SubjectPrefix, err)

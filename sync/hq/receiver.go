@@ -281,6 +281,73 @@ func (r *Receiver) scaleUp(ctx context.Context, js jetstream.JetStream, sc jetst
 		"stream", r.cfg.Stream, "from", have, "to", r.cfg.StreamReplicas)
 }
 
+// StreamConfig is the stream posedge-hq creates: a transport buffer, as
+// every row stays in its store's journal until HQ confirms storing it
+// (docs/hq-sync.md, "Stream limits"). Limits retention keeps what HQ
+// read for stream_max_age, readable by operators; a publish past a limit
+// is refused (DiscardNew), never let in by pushing out older messages
+// that may be unread, and per subject (DiscardNewPerSubject), so that a
+// store over its cap is refused while the others still publish.
+func (c Config) StreamConfig() jetstream.StreamConfig {
+	return jetstream.StreamConfig{
+		Name:                 c.Stream,
+		Description:          "posedge sales and refunds replayed by the stores",
+		Subjects:             []string{c.SubjectPrefix + ".>"},
+		Storage:              jetstream.FileStorage,
+		Retention:            jetstream.LimitsPolicy,
+		Duplicates:           c.DuplicateWindow,
+		Replicas:             c.StreamReplicas,
+		MaxAge:               c.StreamMaxAge,
+		MaxBytes:             c.StreamMaxBytes,
+		MaxMsgsPerSubject:    c.StreamMaxMsgsPerSubject,
+		MaxMsgs:              -1,
+		MaxConsumers:         -1,
+		MaxMsgSize:           -1,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+	}
+}
+
+// limit gives an existing stream the configured limits and discard
+// policy, which JetStream can change in place, and returns its config.
+// Its retention it cannot change to or from work queue, nor its storage:
+// those are logged and kept. Lowered limits make JetStream drop the
+// oldest messages over them, maybe unread: the stores send those again,
+// as HQ's confirmation lacks them.
+func (r *Receiver) limit(ctx context.Context, js jetstream.JetStream, sc jetstream.StreamConfig) jetstream.StreamConfig {
+	want := r.cfg.StreamConfig()
+	if sc.Retention != want.Retention {
+		r.log.Warn("existing stream keeps its own retention (JetStream cannot change it here); recreate the stream to get limits retention, stores resend what HQ lacks",
+			"stream", r.cfg.Stream, "retention", sc.Retention.String(), "want", want.Retention.String())
+	}
+	if sc.Storage != want.Storage {
+		r.log.Warn("existing stream keeps its own storage (JetStream cannot change it)",
+			"stream", r.cfg.Stream, "storage", sc.Storage.String(), "want", want.Storage.String())
+	}
+	if sc.MaxAge == want.MaxAge && sc.MaxBytes == want.MaxBytes && sc.MaxMsgsPerSubject == want.MaxMsgsPerSubject &&
+		sc.Discard == want.Discard && sc.DiscardNewPerSubject == want.DiscardNewPerSubject {
+		return sc
+	}
+	up := sc
+	up.MaxAge, up.MaxBytes, up.MaxMsgsPerSubject = want.MaxAge, want.MaxBytes, want.MaxMsgsPerSubject
+	up.Discard, up.DiscardNewPerSubject = want.Discard, want.DiscardNewPerSubject
+	if up.Duplicates > up.MaxAge {
+		up.Duplicates = want.Duplicates // JetStream wants the window within max age
+	}
+	info, err := js.UpdateStream(ctx, up)
+	if err != nil {
+		r.log.Warn("could not give the existing stream its limits; using it as it is",
+			"stream", r.cfg.Stream, "max_age", want.MaxAge, "max_bytes", want.MaxBytes,
+			"max_msgs_per_subject", want.MaxMsgsPerSubject, "err", err)
+		return sc
+	}
+	r.log.Info("existing stream given the configured limits, discard new per subject",
+		"stream", r.cfg.Stream, "max_age", want.MaxAge, "was_max_age", sc.MaxAge, "max_bytes", want.MaxBytes,
+		"was_max_bytes", sc.MaxBytes, "max_msgs_per_subject", want.MaxMsgsPerSubject, "was_max_msgs_per_subject", sc.MaxMsgsPerSubject,
+		"discard", want.Discard.String(), "was_discard", sc.Discard.String())
+	return info.CachedInfo().Config
+}
+
 // setup creates the stream when missing and the durable consumer.
 func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream.Consumer, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -289,14 +356,7 @@ func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream
 	st, err := js.Stream(ctx, r.cfg.Stream)
 	switch {
 	case errors.Is(err, jetstream.ErrStreamNotFound):
-		_, err = js.CreateStream(ctx, jetstream.StreamConfig{
-			Name:        r.cfg.Stream,
-			Description: "posedge sales and refunds replayed by the stores",
-			Subjects:    []string{subjects},
-			Storage:     jetstream.FileStorage,
-			Duplicates:  r.cfg.DuplicateWindow,
-			Replicas:    r.cfg.StreamReplicas,
-		})
+		_, err = js.CreateStream(ctx, r.cfg.StreamConfig())
 		switch {
 		case errors.Is(err, jetstream.ErrStreamNameAlreadyInUse):
 			// Another posedge-hq created it meanwhile, maybe with fewer
@@ -304,12 +364,14 @@ func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream
 			if st, err = js.Stream(ctx, r.cfg.Stream); err != nil {
 				return nil, fmt.Errorf("look up stream %s: %w", r.cfg.Stream, err)
 			}
-			r.scaleUp(ctx, js, st.CachedInfo().Config)
+			r.scaleUp(ctx, js, r.limit(ctx, js, st.CachedInfo().Config))
 		case err != nil:
-			return nil, fmt.Errorf("create stream %s with %d replicas: %w", r.cfg.Stream, r.cfg.StreamReplicas, err)
+			return nil, fmt.Errorf("create stream %s with %d replicas, stream_max_bytes %d: %w (is the NATS server's jetstream max_file_store at least stream_max_bytes?)",
+				r.cfg.Stream, r.cfg.StreamReplicas, r.cfg.StreamMaxBytes, err)
 		default:
 			r.log.Info("stream created", "stream", r.cfg.Stream, "subjects", subjects, "duplicate_window", r.cfg.DuplicateWindow,
-				"replicas", r.cfg.StreamReplicas)
+				"replicas", r.cfg.StreamReplicas, "max_age", r.cfg.StreamMaxAge, "max_bytes", r.cfg.StreamMaxBytes,
+				"max_msgs_per_subject", r.cfg.StreamMaxMsgsPerSubject)
 		}
 	case err != nil:
 		return nil, fmt.Errorf("look up stream %s: %w", r.cfg.Stream, err)
@@ -323,7 +385,7 @@ func (r *Receiver) setup(ctx context.Context, js jetstream.JetStream) (jetstream
 			r.log.Info("existing stream keeps its own duplicate window", "stream", r.cfg.Stream,
 				"stream_duplicates", sc.Duplicates, "duplicate_window", r.cfg.DuplicateWindow)
 		}
-		r.scaleUp(ctx, js, sc)
+		r.scaleUp(ctx, js, r.limit(ctx, js, sc))
 	}
 	cons, err := js.CreateOrUpdateConsumer(ctx, r.cfg.Stream, jetstream.ConsumerConfig{
 		Durable:       ConsumerName,

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
 )
@@ -78,5 +80,82 @@ func TestConfirmationOnAClusterWithTwoHQs(t *testing.T) {
 	}
 	if got := s.counter(t, "posedge_hq_confirmed_total"); got != 40 {
 		t.Errorf("posedge_hq_confirmed_total %v, want 40 (each row once)", got)
+	}
+}
+
+// TestClusterLossesAreRepaired: on a 3-node JetStream cluster, the
+// stream replicated 3 times, posedge-hq down, JetStream loses a store's
+// acknowledged sales — deleted one by one (DeleteMsg), the stream
+// deleted and made again, or the stream leader SIGKILLed while the store
+// publishes. posedge-hq comes back; every journaled sale ends at HQ
+// once, body for body, and hq.unconfirmed is back at 0.
+func TestClusterLossesAreRepaired(t *testing.T) {
+	bin, err := testenv.BuildNATSServer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := testenv.StartNATSCluster(t, bin, 3)
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	ls := losses()
+	cases := []struct {
+		name  string
+		store string
+		lose  func(t *testing.T, h *hqSide, js jetstream.JetStream, s *storeSide) []string
+	}{
+		{"DeleteMsg", "SCDEL", func(t *testing.T, h *hqSide, js jetstream.JetStream, s *storeSide) []string {
+			flows := s.sell(t, 1, 30)
+			testenv.WaitFor(t, time.Minute, "the cluster to acknowledge every sale", func() bool { return s.stats(t).Backlog == 0 })
+			t.Logf("deleted %d messages", ls[0].lose(t, h, js))
+			return flows
+		}},
+		{"stream deleted and made again", "SCNEW", func(t *testing.T, h *hqSide, js jetstream.JetStream, s *storeSide) []string {
+			flows := s.sell(t, 1, 30)
+			testenv.WaitFor(t, time.Minute, "the cluster to acknowledge every sale", func() bool { return s.stats(t).Backlog == 0 })
+			t.Logf("lost %d messages", ls[2].lose(t, h, js))
+			return flows
+		}},
+		{"stream leader SIGKILLed", "SCKIL", func(t *testing.T, h *hqSide, js jetstream.JetStream, s *storeSide) []string {
+			flows := s.sell(t, 1, 15)
+			st, err := js.Stream(ctx, h.cfg.Stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := st.Info(ctx)
+			if err != nil || info.Cluster == nil || cl.Node(info.Cluster.Leader) == nil {
+				t.Fatalf("stream leader: %v %+v", err, info)
+			}
+			cl.Node(info.Cluster.Leader).Kill()
+			flows = append(flows, s.sell(t, 16, 30)...)
+			testenv.WaitFor(t, 2*time.Minute, "the cluster to acknowledge every sale", func() bool { return s.stats(t).Backlog == 0 })
+			return flows
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := hq.DefaultConfig()
+			cfg.NATSURL = cl.URL()
+			cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
+			cfg.DuplicateWindow = confirmWindow
+			cfg.StreamReplicas = 3
+			h := &hqSide{t: t, cfg: cfg, log: log}
+			t.Cleanup(h.down)
+			h.up() // the stream and its consumer exist
+			h.down()
+			js := h.js()
+			s := newStoreSide(t, c.store, cl.URL(), nil)
+			flows := c.lose(t, h, js, s)
+			if st := s.stats(t); st.Unconfirmed == 0 {
+				t.Fatalf("acked and not stored at HQ, yet unconfirmed 0: %+v", st)
+			}
+			h.up()
+			testenv.WaitFor(t, 2*time.Minute, "HQ to hold every journaled sale, confirmed", func() bool {
+				ok, _ := delivered(t, h, s, flows)
+				return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
+			})
+			if u := s.r.Status().Unconfirmed; u != 0 {
+				t.Errorf("status unconfirmed %d after the repair", u)
+			}
+		})
 	}
 }

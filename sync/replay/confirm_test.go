@@ -87,10 +87,7 @@ func (h *hqSide) down() {
 }
 
 // streamConfig is the stream as posedge-hq creates it.
-func (h *hqSide) streamConfig() jetstream.StreamConfig {
-	return jetstream.StreamConfig{Name: h.cfg.Stream, Subjects: []string{h.cfg.SubjectPrefix + ".>"},
-		Storage: jetstream.FileStorage, Duplicates: h.cfg.DuplicateWindow}
-}
+func (h *hqSide) streamConfig() jetstream.StreamConfig { return h.cfg.StreamConfig() }
 
 // js is the test's own JetStream client: the operator's, or the fault's.
 func (h *hqSide) js() jetstream.JetStream {

@@ -11,7 +11,8 @@ const (
 	errTimeout      = "timeout"      // no ack within ack_timeout: ambiguous, resent with the same Msg-Id
 	errDisconnected = "disconnected" // the connection dropped with the publish in flight
 	errNoStream     = "no_stream"    // nothing captured the subject (posedge-hq has not created the stream)
-	errRefused      = "refused"      // JetStream answered with a transient error (e.g. stream full)
+	errStreamFull   = "stream_full"  // a limit of HQ's stream refused it (this store's cap, or the whole stream's): resent later
+	errRefused      = "refused"      // JetStream answered with another transient error
 	errOther        = "other"
 )
 
@@ -53,7 +54,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Rows HQ refused for good (too large, invalid), set aside in the journal's quarantine."),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "posedge_replay_publish_errors_total",
-			Help: "Publishes without an ack, by kind (timeout|disconnected|no_stream|refused|other); the rows are resent.",
+			Help: "Publishes without an ack, by kind (timeout|disconnected|no_stream|stream_full|refused|other); the rows are resent.",
 		}, []string{"kind"}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "posedge_replay_batch_seconds",
@@ -75,7 +76,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		resent: counter("posedge_hq_resent_total",
 			"Journal rows published again because posedge-hq lacked them after JetStream had acknowledged them."),
 	}
-	for _, k := range []string{errTimeout, errDisconnected, errNoStream, errRefused, errOther} {
+	for _, k := range []string{errTimeout, errDisconnected, errNoStream, errStreamFull, errRefused, errOther} {
 		m.errors.WithLabelValues(k)
 	}
 	if reg != nil {

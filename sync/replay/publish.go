@@ -126,6 +126,7 @@ func (r *Replayer) land(ctx context.Context) error {
 	var acked, dups []int64
 	failed := map[string][]string{} // reason → rows
 	var firstErr error
+	full := 0
 	for i, o := range f.rows {
 		err := f.results[i]
 		if err == nil && f.dups[i] {
@@ -143,7 +144,11 @@ func (r *Replayer) land(ctx context.Context) error {
 		if ctx.Err() != nil {
 			continue // shutting down: the row stays in the outbox, covered by the sent mark: HQ is asked about it at the next start
 		}
-		r.m.errors.WithLabelValues(errKind(err)).Inc()
+		kind := errKind(err)
+		r.m.errors.WithLabelValues(kind).Inc()
+		if kind == errStreamFull {
+			full++
+		}
 		failed[err.Error()] = append(failed[err.Error()], o.FlowNo)
 		if firstErr == nil {
 			firstErr = fmt.Errorf("publish %s (%d of %d rows without ack, resent later): %w",
@@ -151,6 +156,10 @@ func (r *Replayer) land(ctx context.Context) error {
 		}
 	}
 	r.m.batch.Observe(time.Since(f.start).Seconds())
+	if full > 0 {
+		r.log.Warn("HQ's stream refused rows: a limit of the stream is reached (this store's cap or the whole stream's); they stay in the journal, unacknowledged, and are sent again with backoff",
+			"rows", full, "of", len(f.rows), "err", firstErr)
+	}
 
 	// One batch's outcome at a time, in order.
 	prevErr := r.settle()
@@ -475,11 +484,34 @@ func errKind(err error) string {
 		return errDisconnected
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders):
 		return errNoStream
+	case streamFull(err):
+		return errStreamFull
 	case errors.As(err, &api):
 		return errRefused
 	}
 	return errOther
 }
+
+// streamFull tells a publish refused by a limit of HQ's stream (posedge-hq's
+// stream_max_msgs_per_subject or stream_max_bytes, with discard new): the
+// row was not stored, it stays in the journal and is sent again.
+// nats-server answers JSStreamStoreFailedF (10077) with the store's own
+// error as description.
+func streamFull(err error) bool {
+	var api *jetstream.APIError
+	if !errors.As(err, &api) || api.ErrorCode != jsErrCodeStreamStoreFailed {
+		return false
+	}
+	switch api.Description {
+	case "maximum messages exceeded", "maximum bytes exceeded", "maximum messages per subject exceeded":
+		return true
+	}
+	return false
+}
+
+// jsErrCodeStreamStoreFailed is nats-server's JSStreamStoreFailedF, which
+// nats.go does not name.
+const jsErrCodeStreamStoreFailed jetstream.ErrorCode = 10077
 
 // skipConfirmed asks HQ which of the rows already sent it holds, marks
 // those acked and returns the rest. When HQ does not answer, every row
@@ -567,6 +599,8 @@ func hint(err error) string {
 	switch errKind(err) {
 	case errNoStream:
 		return strings.TrimSpace(err.Error() + " (no stream captures the subject: is posedge-hq running and has it created the stream?)")
+	case errStreamFull:
+		return strings.TrimSpace(err.Error() + " (HQ's stream is full for this store: the rows stay in the journal and are sent again; ask HQ to check posedge-hq is reading and its stream_max_msgs_per_subject / stream_max_bytes)")
 	}
 	return err.Error()
 }
