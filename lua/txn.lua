@@ -19,9 +19,9 @@
 -- ARGV[6]  hour "HH"        ARGV[7]  owner (daemon instance) ARGV[8] now (unix ms, for the record)
 -- ARGV[9]  sequence floor: the journal's highest; the sequence never goes at or below it
 -- ARGV[10] seconds to keep the idempotency record
--- ARGV[11] the result after its flow number, raw-DEFLATE-compressed by the
---          daemon (edge/ledger packRest): '{"flow_no":"<n>",' .. inflate(ARGV[11])
---          is the result. Stored as is in field rz, opaque to this script;
+-- ARGV[11] the result after its flow number, packed by the daemon
+--          (edge/ledger packRest: a form byte, then the rest plain or raw
+--          DEFLATE-compressed; '{"flow_no":"<n>",' .. rest is the result). Stored as is in field rz, opaque to this script;
 --          a ~1 MB batch's records cost a fraction of their JSON (issue 22).
 -- ARGV[12] token required: 1 when the key has the payment-token form
 -- ARGV[13] flow number (apply mode only: the journaled one)
