@@ -86,18 +86,30 @@ type sizes struct {
 	// FailoverReps is how often the failover is measured: each takes tens
 	// of seconds, too long for `make test`'s smoke.
 	FailoverReps int
+	// Slopes measures each path of sizes_test.go at its large size too
+	// and prints the slope; without, only the small size is measured (its
+	// `_small` figure), which keeps the code path and its checks alive.
+	Slopes bool
+	// TraceSales are the sales traced one at a time under MONITOR per
+	// repetition; TraceConcurrent traces 4×concurrency more at
+	// concurrency (a note). The smoke traces a few, to keep the parsing
+	// of MONITOR's record checked.
+	TraceSales      int
+	TraceConcurrent bool
 }
 
 // fullSizes is `make bench` (POSEDGE_BENCH=full): a few minutes.
 var fullSizes = sizes{Reps: 3, Lookups: 8000, PacedLookups: 3000, Sales: 4000, PacedSales: 300,
 	RTLookups: 500, RTSales: 200, SimDuration: 10 * time.Second, SimRate: 4,
-	SimMix: [3]float64{0.3, 0.1, 0.05}, FailoverReps: 3}
+	SimMix: [3]float64{0.3, 0.1, 0.05}, FailoverReps: 3, Slopes: true, TraceSales: 40, TraceConcurrent: true}
 
 // smokeSizes is the run of `make test`: every figure printed, in seconds;
-// its values mean nothing.
-var smokeSizes = sizes{Reps: 3, Lookups: 100, PacedLookups: 100, Sales: 30, PacedSales: 10,
+// its values mean nothing. Once each: repetitions, slopes and a long
+// trace made it take 465 s where it exists only so that the bench cannot
+// rot.
+var smokeSizes = sizes{Reps: 1, Lookups: 100, PacedLookups: 100, Sales: 30, PacedSales: 10,
 	RTLookups: 20, RTSales: 10, SimDuration: time.Second, SimRate: 2,
-	SimMix: [3]float64{0.5, 0.3, 0.3}, FailoverReps: 1}
+	SimMix: [3]float64{0.5, 0.3, 0.3}, FailoverReps: 1, TraceSales: 5}
 
 // requiredFigures are the `figure` lines every run prints (issue 14).
 var requiredFigures = []string{

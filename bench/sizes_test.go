@@ -64,8 +64,13 @@ func (h *harness) measureSizes() {
 }
 
 // slope adds the two sizes' rates and their ratio, and notes a path that
-// degrades more than 2×.
+// degrades more than 2×. Without large (the smoke), the small size alone.
 func (h *harness) slope(name, what string, small, large []float64, smallLoads, largeLoads []float64, nSmall, nLarge int, unit string) {
+	if len(large) == 0 {
+		h.add(figure{Name: name + "_small", Value: median(small), Reps: small, Loads: smallLoads,
+			Detail: fmt.Sprintf("%s at %d (%s; the large size not measured in the smoke)", unit, nSmall, what)})
+		return
+	}
 	ratios := make([]float64, len(small))
 	for i := range small {
 		ratios[i] = large[i] / small[i]
@@ -165,11 +170,13 @@ func (h *harness) measureItemSizes(ss sizeSet) {
 	for range h.sz.Reps {
 		small, sl = append(small, h.rate(h.sz.Lookups, h.lookupOf(ss.ItemsSmall))), append(sl, loadAvg())
 	}
-	t0 := time.Now()
-	h.putItemsRaw(ss.ItemsSmall, ss.ItemsLarge)
-	h.notef("sizes: %d items written into Redis in %s (pipelines of 5000 HSET)", ss.ItemsLarge-ss.ItemsSmall, time.Since(t0).Round(time.Millisecond))
-	for range h.sz.Reps {
-		large, ll = append(large, h.rate(h.sz.Lookups, h.lookupOf(ss.ItemsLarge))), append(ll, loadAvg())
+	if h.sz.Slopes {
+		t0 := time.Now()
+		h.putItemsRaw(ss.ItemsSmall, ss.ItemsLarge)
+		h.notef("sizes: %d items written into Redis in %s (pipelines of 5000 HSET)", ss.ItemsLarge-ss.ItemsSmall, time.Since(t0).Round(time.Millisecond))
+		for range h.sz.Reps {
+			large, ll = append(large, h.rate(h.sz.Lookups, h.lookupOf(ss.ItemsLarge))), append(ll, loadAvg())
+		}
 	}
 	h.slope("lookup_1m_vs_100_items", fmt.Sprintf("GET /v1/items/{barcode} of a different item each call, %d callers, %d each", concurrency, h.sz.Lookups),
 		small, large, sl, ll, ss.ItemsSmall, ss.ItemsLarge, "lookups/s with items in Redis")
@@ -179,7 +186,7 @@ func (h *harness) measureItemSizes(ss sizeSet) {
 // and compares lookups spread over TermsSmall of them with lookups
 // spread over all: per-terminal limiter keys and state.
 func (h *harness) measureTerminalSizes(ss sizeSet) {
-	if n := ss.TermsLarge - len(h.store.Terminals); n > 0 {
+	if n := ss.TermsLarge - len(h.store.Terminals); n > 0 && h.sz.Slopes {
 		t0 := time.Now()
 		h.store.AddTerminals(n)
 		h.notef("sizes: posedge restarted with %d terminals configured in %s", len(h.store.Terminals), time.Since(t0).Round(time.Millisecond))
@@ -197,7 +204,9 @@ func (h *harness) measureTerminalSizes(ss sizeSet) {
 	var small, large, sl, ll []float64
 	for range h.sz.Reps {
 		small, sl = append(small, h.rate(h.sz.Lookups, over(ss.TermsSmall))), append(sl, loadAvg())
-		large, ll = append(large, h.rate(h.sz.Lookups, over(ss.TermsLarge))), append(ll, loadAvg())
+		if h.sz.Slopes {
+			large, ll = append(large, h.rate(h.sz.Lookups, over(ss.TermsLarge))), append(ll, loadAvg())
+		}
 	}
 	h.slope("limiter_1000_vs_10_terminals", fmt.Sprintf("GET /v1/items/{barcode} (limiter decision, item read) spread over the terminals, %d configured, %d callers, %d each", len(h.store.Terminals), concurrency, h.sz.Lookups),
 		small, large, sl, ll, ss.TermsSmall, ss.TermsLarge, "lookups/s")
@@ -257,7 +266,9 @@ func (h *harness) measureCatalogSizes(ss sizeSet) {
 	var small, large, sl, ll []float64
 	for range h.sz.Reps {
 		small, sl = append(small, catchUp(ss.CatalogSmall)), append(sl, loadAvg())
-		large, ll = append(large, catchUp(ss.CatalogLarge)), append(ll, loadAvg())
+		if h.sz.Slopes {
+			large, ll = append(large, catchUp(ss.CatalogLarge)), append(ll, loadAvg())
+		}
 	}
 	h.slope("catalog_100k_vs_1k_changes", "catalog catch-up: changes put into HQ's bucket while posedge was SIGSTOPped, from SIGCONT to posedge_catalog_revision at the last (polled every 20 ms)",
 		small, large, sl, ll, ss.CatalogSmall, ss.CatalogLarge, "changes applied/s")
@@ -285,6 +296,11 @@ func (h *harness) measureJournalSizes(ss sizeSet) {
 	for range h.sz.Reps {
 		small, sl = append(small, h.rate(h.sz.Sales, h.saleOp())), append(sl, loadAvg())
 		h.sales += h.sz.Sales
+	}
+	if !h.sz.Slopes {
+		h.slope("sales_journal_large_vs_small", fmt.Sprintf("durable POST /v1/sales, %d callers, %d each", concurrency, h.sz.Sales),
+			small, nil, sl, nil, before, 0, "sales/s with the journal")
+		return
 	}
 	h.store.Edge.Kill()
 	t0 := time.Now()

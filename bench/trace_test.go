@@ -24,9 +24,6 @@ import (
 // journal queue and its commit: posedge_journal_commit_seconds splits the
 // commit out, and a raw SET + WAIT 1 from the harness measures a WAIT.
 
-// traceSales are the sales traced per repetition.
-const traceSales = 40
-
 // monitorLine is "<unix s.µs> [<db> <client>] "<cmd>" "<arg>" …".
 var (
 	monitorLine = regexp.MustCompile(`^\+?(\d+\.\d+) \[\d+ ([^\]]+)\] (.*)$`)
@@ -220,7 +217,7 @@ func (h *harness) measureSaleTrace() {
 	}
 	var loads []float64
 	for rep := range h.sz.Reps {
-		st, commit, wait := h.traceSales(traceSales, 1)
+		st, commit, wait := h.traceSales(h.sz.TraceSales, 1)
 		if len(st) == 0 {
 			h.t.Fatalf("sale trace: no sale found whole in MONITOR's record (commands renamed? update bench/trace_test.go)")
 		}
@@ -242,8 +239,11 @@ func (h *harness) measureSaleTrace() {
 			c.v = append(c.v, vals[i])
 		}
 		loads = append(loads, loadAvg())
-		if len(st) < traceSales {
-			h.notef("sale trace rep %d: %d of %d sales found whole in MONITOR", rep+1, len(st), traceSales)
+		if len(st) < h.sz.TraceSales {
+			h.notef("sale trace rep %d: %d of %d sales found whole in MONITOR", rep+1, len(st), h.sz.TraceSales)
+		}
+		if !h.sz.TraceConcurrent {
+			continue
 		}
 		cst, ccommit, cwait := h.traceSales(4*concurrency, concurrency)
 		if len(cst) > 0 {
@@ -258,6 +258,6 @@ func (h *harness) measureSaleTrace() {
 	}
 	for _, c := range cols {
 		h.add(figure{Name: c.name, Value: median(c.v), Reps: slices.Clone(c.v), Loads: loads,
-			Detail: fmt.Sprintf("%s; %d sales one at a time under MONITOR, median per repetition", c.detail, traceSales)})
+			Detail: fmt.Sprintf("%s; %d sales one at a time under MONITOR, median per repetition", c.detail, h.sz.TraceSales)})
 	}
 }

@@ -10,7 +10,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/posedge/posedge/internal/chainsim"
+	"github.com/posedge/posedge/sync/chainsim"
 )
 
 // runChain is `posedge-sim chain`: a chain's stores, their journals

@@ -84,12 +84,7 @@ func layering() []layerRule {
 // each with the reason it is tolerated; one no longer needed fails the
 // test, so it cannot outlive its reason.
 func layeringExceptions() map[[2]string]string {
-	return map[[2]string]string{
-		{"internal/chainsim", "offline/journal"}: "the chain simulator fills real journals; to move out of internal/ with issue 25",
-		{"internal/chainsim", "sync/replay"}:     "the chain simulator replays them; to move out of internal/ with issue 25",
-		{"internal/chainsim", "sync/hqlink"}:     "through sync/replay (the store's one connection to HQ); to move out of internal/ with issue 25",
-		{"internal/chainsim", "sync/wire"}:       "the chain simulator builds wire messages; to move out of internal/ with issue 25",
-	}
+	return map[[2]string]string{}
 }
 
 // under reports whether path is prefix or below it; prefix "" is every

@@ -15,8 +15,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/posedge/posedge/internal/chainsim"
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/sync/chainsim"
 	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/wire"
 )

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/posedge/posedge/internal/chainsim"
 	"github.com/posedge/posedge/internal/testenv"
+	"github.com/posedge/posedge/sync/chainsim"
 	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/hqdb"
 )

@@ -31,24 +31,26 @@ type metrics struct {
 	resent       prometheus.Counter
 }
 
+// counter and gauge make the plain series, which differ only by name
+// and help.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		published: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "posedge_replay_published_total",
-			Help: "Transaction messages published to HQ, resends included.",
-		}),
-		acked: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "posedge_replay_acked_total",
-			Help: "Journal rows marked synced: JetStream acknowledged them, or HQ confirmed it holds them.",
-		}),
-		confirmed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "posedge_replay_hq_confirmed_total",
-			Help: "Rows already sent once that HQ said it holds, so they were marked synced without a resend.",
-		}),
-		quarantined: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "posedge_replay_quarantined_total",
-			Help: "Rows HQ refused for good (too large, invalid), set aside in the journal's quarantine.",
-		}),
+		published: counter("posedge_replay_published_total",
+			"Transaction messages published to HQ, resends included."),
+		acked: counter("posedge_replay_acked_total",
+			"Journal rows marked synced: JetStream acknowledged them, or HQ confirmed it holds them."),
+		confirmed: counter("posedge_replay_hq_confirmed_total",
+			"Rows already sent once that HQ said it holds, so they were marked synced without a resend."),
+		quarantined: counter("posedge_replay_quarantined_total",
+			"Rows HQ refused for good (too large, invalid), set aside in the journal's quarantine."),
 		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "posedge_replay_publish_errors_total",
 			Help: "Publishes without an ack, by kind (timeout|disconnected|no_stream|refused|other); the rows are resent.",
@@ -58,34 +60,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help:    "Time to publish one batch and collect its acks (the sync-policy wait excluded).",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
 		}),
-		connected: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "posedge_hq_connected",
-			Help: "1 while the NATS connection to HQ is up.",
-		}),
-		backlog: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "posedge_replay_backlog_rows",
-			Help: "Journal rows not yet acknowledged by HQ (quarantined rows excluded).",
-		}),
-		backlogBytes: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "posedge_replay_backlog_bytes",
-			Help: "Body bytes of the rows not yet acknowledged by HQ.",
-		}),
-		oldestAge: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "posedge_replay_oldest_unsent_age_seconds",
-			Help: "Age of the oldest row not yet acknowledged by HQ; 0 when none.",
-		}),
-		hqConfirmed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "posedge_hq_confirmed_total",
-			Help: "Journal rows posedge-hq confirmed storing (the have query): delivered, and from then on prunable.",
-		}),
-		unconfirmed: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "posedge_hq_unconfirmed",
-			Help: "Journal rows JetStream acknowledged that posedge-hq has not confirmed storing yet.",
-		}),
-		resent: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "posedge_hq_resent_total",
-			Help: "Journal rows published again because posedge-hq lacked them after JetStream had acknowledged them.",
-		}),
+		connected: gauge("posedge_hq_connected",
+			"1 while the NATS connection to HQ is up."),
+		backlog: gauge("posedge_replay_backlog_rows",
+			"Journal rows not yet acknowledged by HQ (quarantined rows excluded)."),
+		backlogBytes: gauge("posedge_replay_backlog_bytes",
+			"Body bytes of the rows not yet acknowledged by HQ."),
+		oldestAge: gauge("posedge_replay_oldest_unsent_age_seconds",
+			"Age of the oldest row not yet acknowledged by HQ; 0 when none."),
+		hqConfirmed: counter("posedge_hq_confirmed_total",
+			"Journal rows posedge-hq confirmed storing (the have query): delivered, and from then on prunable."),
+		unconfirmed: gauge("posedge_hq_unconfirmed",
+			"Journal rows JetStream acknowledged that posedge-hq has not confirmed storing yet."),
+		resent: counter("posedge_hq_resent_total",
+			"Journal rows published again because posedge-hq lacked them after JetStream had acknowledged them."),
 	}
 	for _, k := range []string{errTimeout, errDisconnected, errNoStream, errRefused, errOther} {
 		m.errors.WithLabelValues(k)

@@ -2,10 +2,8 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/posedge/posedge/sync/hqdb"
 )
 
@@ -22,13 +20,8 @@ func (s *Store) StockAdjustments(ctx context.Context, storeID string) ([]hqdb.St
 	if err != nil {
 		return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hqdb.StoredAdjustment, error) {
-		var a hqdb.StoredAdjustment
-		var body string
-		err := row.Scan(&a.StoreID, &a.AdjustmentID, &a.Barcode, &a.Delta, &a.Reason, &a.CreatedAt, &body)
-		a.CreatedAt, a.Body = a.CreatedAt.UTC(), json.RawMessage(body)
-		return a, err
-	})
+	defer rows.Close()
+	out, err := scan().Adjustments(rows)
 	if err != nil {
 		return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
 	}

@@ -19,20 +19,8 @@ func (s *Store) fleetRows(ctx context.Context) ([]hqdb.FleetRow, error) {
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}
 	defer rows.Close()
-	out := []hqdb.FleetRow{}
-	for rows.Next() {
-		var r hqdb.FleetRow
-		var sent, recv *time.Time
-		if err := rows.Scan(&r.StoreID, &r.Transactions, &r.LastSeenAt, &r.Version, &sent, &recv, &r.Backlog, &r.OldestUnsent, &r.Conflicts, &r.Quarantined); err != nil {
-			return nil, fmt.Errorf("read fleet: %w", err)
-		}
-		r.LastSeenAt = r.LastSeenAt.UTC()
-		if sent != nil && recv != nil {
-			r.HBSentAt, r.HBReceivedAt = sent.UTC(), recv.UTC()
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scan().Fleet(rows)
+	if err != nil {
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}
 	return out, nil

@@ -3,7 +3,6 @@ package postgres
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -529,17 +528,8 @@ func (s *Store) Quarantined(ctx context.Context, storeID string) ([]hqdb.StoredQ
 		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
 	}
 	defer rows.Close()
-	out := []hqdb.StoredQuarantine{}
-	for rows.Next() {
-		var q hqdb.StoredQuarantine
-		var body string
-		if err := rows.Scan(&q.StoreID, &q.FlowNo, &q.Reason, &q.Detail, &body, &q.ReceivedAt); err != nil {
-			return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
-		}
-		q.Body, q.ReceivedAt = json.RawMessage(body), q.ReceivedAt.UTC()
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scan().Quarantine(rows)
+	if err != nil {
 		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
 	}
 	return out, nil
@@ -554,17 +544,9 @@ func (s *Store) Have(ctx context.Context, storeID string, flowNos []string) ([]s
 	if err != nil {
 		return nil, fmt.Errorf("have %s: %w", storeID, err)
 	}
+	defer rows.Close()
 	held := make(map[string]bool, len(flowNos))
-	for rows.Next() {
-		var f string
-		if err := rows.Scan(&f); err != nil {
-			rows.Close()
-			return nil, fmt.Errorf("have %s: %w", storeID, err)
-		}
-		held[f] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+	if err := scan().FlowNos(rows, held); err != nil {
 		return nil, fmt.Errorf("have %s: %w", storeID, err)
 	}
 	return hqdb.InOrder(flowNos, held), nil
@@ -590,13 +572,8 @@ func (s *Store) Conflicts(ctx context.Context, storeID string) ([]hqdb.StoredCon
 	if err != nil {
 		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
 	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hqdb.StoredConflict, error) {
-		var c hqdb.StoredConflict
-		var body string
-		err := row.Scan(&c.StoreID, &c.FlowNo, &body, &c.ReceivedAt)
-		c.Body, c.ReceivedAt = json.RawMessage(body), c.ReceivedAt.UTC()
-		return c, err
-	})
+	defer rows.Close()
+	out, err := scan().Conflicts(rows)
 	if err != nil {
 		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
 	}
@@ -623,23 +600,8 @@ func (s *Store) watermarks(ctx context.Context, q string, args ...any) ([]hqdb.W
 		return nil, fmt.Errorf("read watermarks: %w", err)
 	}
 	defer rows.Close()
-	ws := []hqdb.Watermark{}
-	for rows.Next() {
-		var w hqdb.Watermark
-		var created, received *time.Time
-		if err := rows.Scan(&w.StoreID, &w.Count, &w.MaxFlowNo, &created, &received, &w.LastSeenAt); err != nil {
-			return nil, fmt.Errorf("read watermarks: %w", err)
-		}
-		if created != nil {
-			w.LastCreatedAt = created.UTC()
-		}
-		if received != nil {
-			w.LastReceivedAt = received.UTC()
-		}
-		w.LastSeenAt = w.LastSeenAt.UTC()
-		ws = append(ws, w)
-	}
-	if err := rows.Err(); err != nil {
+	ws, err := scan().Watermarks(rows)
+	if err != nil {
 		return nil, fmt.Errorf("read watermarks: %w", err)
 	}
 	return ws, nil
@@ -653,13 +615,8 @@ func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, e
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	days, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hqdb.DayDiff, error) {
-		var d hqdb.DayDiff
-		err := row.Scan(&d.StoreID, &d.TerminalID, &d.Date,
-			&d.Manifest.Sales, &d.Manifest.SalesCents, &d.Manifest.Refunds, &d.Manifest.RefundCents,
-			&d.Stored.Sales, &d.Stored.SalesCents, &d.Stored.Refunds, &d.Stored.RefundCents)
-		return d, err
-	})
+	days, err := scan().Days(rows)
+	rows.Close()
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
@@ -669,17 +626,30 @@ func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, e
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	silents, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (hqdb.SilentStore, error) {
-		var id string
-		var seen time.Time
-		err := row.Scan(&id, &seen)
-		return hqdb.Silent(id, seen.UTC(), now), err
-	})
+	defer rows.Close()
+	silents, err := scan().Silent(rows, now)
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
 	rep.Silent = append(rep.Silent, silents...)
 	return rep, nil
+}
+
+// scan reads the shared SELECTs with pgx's time.Time columns.
+func scan() hqdb.Scanner {
+	return hqdb.Scanner{Time: func() hqdb.TimeColumn { return new(pgTime) }}
+}
+
+// pgTime is a timestamptz column as pgx returns it; NULL reads as zero.
+type pgTime struct{ t *time.Time }
+
+func (t *pgTime) Dest() any { return &t.t }
+
+func (t *pgTime) Time() time.Time {
+	if t.t == nil {
+		return time.Time{}
+	}
+	return t.t.UTC()
 }
 
 // CarefulBatches is how many batches could not be stored in one round

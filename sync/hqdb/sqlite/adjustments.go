@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/posedge/posedge/sync/hqdb"
@@ -23,17 +22,8 @@ func (s *Store) StockAdjustments(ctx context.Context, storeID string) ([]hqdb.St
 		return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
 	}
 	defer rows.Close()
-	out := []hqdb.StoredAdjustment{}
-	for rows.Next() {
-		var a hqdb.StoredAdjustment
-		var created, body string
-		if err := rows.Scan(&a.StoreID, &a.AdjustmentID, &a.Barcode, &a.Delta, &a.Reason, &created, &body); err != nil {
-			return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
-		}
-		a.CreatedAt, a.Body = parseTS(created), json.RawMessage(body)
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scan().Adjustments(rows)
+	if err != nil {
 		return nil, fmt.Errorf("stock adjustments of %s: %w", storeID, err)
 	}
 	return out, nil

@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"time"
 
@@ -20,21 +19,8 @@ func (s *Store) fleetRows(ctx context.Context) ([]hqdb.FleetRow, error) {
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}
 	defer rows.Close()
-	out := []hqdb.FleetRow{}
-	for rows.Next() {
-		var r hqdb.FleetRow
-		var seen string
-		var sent, recv sql.NullString
-		if err := rows.Scan(&r.StoreID, &r.Transactions, &seen, &r.Version, &sent, &recv, &r.Backlog, &r.OldestUnsent, &r.Conflicts, &r.Quarantined); err != nil {
-			return nil, fmt.Errorf("read fleet: %w", err)
-		}
-		r.LastSeenAt = parseTS(seen)
-		if sent.Valid && recv.Valid {
-			r.HBSentAt, r.HBReceivedAt = parseTS(sent.String), parseTS(recv.String)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scan().Fleet(rows)
+	if err != nil {
 		return nil, fmt.Errorf("read fleet: %w", err)
 	}
 	return out, nil

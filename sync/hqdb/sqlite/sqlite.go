@@ -3,7 +3,6 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -542,15 +541,11 @@ func (s *Store) Have(ctx context.Context, storeID string, flowNos []string) ([]s
 		if err != nil {
 			return nil, fmt.Errorf("have %s: %w", storeID, err)
 		}
-		for rows.Next() {
-			var f string
-			if err := rows.Scan(&f); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("have %s: %w", storeID, err)
-			}
-			held[f] = true
+		err = scan().FlowNos(rows, held)
+		if cerr := rows.Close(); err == nil {
+			err = cerr
 		}
-		if err := rows.Close(); err != nil {
+		if err != nil {
 			return nil, fmt.Errorf("have %s: %w", storeID, err)
 		}
 	}
@@ -578,17 +573,8 @@ func (s *Store) Quarantined(ctx context.Context, storeID string) ([]hqdb.StoredQ
 		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
 	}
 	defer rows.Close()
-	out := []hqdb.StoredQuarantine{}
-	for rows.Next() {
-		var q hqdb.StoredQuarantine
-		var body, received string
-		if err := rows.Scan(&q.StoreID, &q.FlowNo, &q.Reason, &q.Detail, &body, &received); err != nil {
-			return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
-		}
-		q.Body, q.ReceivedAt = json.RawMessage(body), parseTS(received)
-		out = append(out, q)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scan().Quarantine(rows)
+	if err != nil {
 		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
 	}
 	return out, nil
@@ -602,17 +588,8 @@ func (s *Store) Conflicts(ctx context.Context, storeID string) ([]hqdb.StoredCon
 		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
 	}
 	defer rows.Close()
-	out := []hqdb.StoredConflict{}
-	for rows.Next() {
-		var c hqdb.StoredConflict
-		var body, received string
-		if err := rows.Scan(&c.StoreID, &c.FlowNo, &body, &received); err != nil {
-			return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
-		}
-		c.Body, c.ReceivedAt = json.RawMessage(body), parseTS(received)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scan().Conflicts(rows)
+	if err != nil {
 		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
 	}
 	return out, nil
@@ -638,17 +615,8 @@ func (s *Store) watermarks(ctx context.Context, q string, args ...any) ([]hqdb.W
 		return nil, fmt.Errorf("read watermarks: %w", err)
 	}
 	defer rows.Close()
-	ws := []hqdb.Watermark{}
-	for rows.Next() {
-		var w hqdb.Watermark
-		var created, received, seen string
-		if err := rows.Scan(&w.StoreID, &w.Count, &w.MaxFlowNo, &created, &received, &seen); err != nil {
-			return nil, fmt.Errorf("read watermarks: %w", err)
-		}
-		w.LastCreatedAt, w.LastReceivedAt, w.LastSeenAt = parseTS(created), parseTS(received), parseTS(seen)
-		ws = append(ws, w)
-	}
-	if err := rows.Err(); err != nil {
+	ws, err := scan().Watermarks(rows)
+	if err != nil {
 		return nil, fmt.Errorf("read watermarks: %w", err)
 	}
 	return ws, nil
@@ -662,18 +630,11 @@ func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, e
 	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
-	var days []hqdb.DayDiff
-	for rows.Next() {
-		var d hqdb.DayDiff
-		if err := rows.Scan(&d.StoreID, &d.TerminalID, &d.Date,
-			&d.Manifest.Sales, &d.Manifest.SalesCents, &d.Manifest.Refunds, &d.Manifest.RefundCents,
-			&d.Stored.Sales, &d.Stored.SalesCents, &d.Stored.Refunds, &d.Stored.RefundCents); err != nil {
-			rows.Close()
-			return rep, fmt.Errorf("completeness: %w", err)
-		}
-		days = append(days, d)
+	days, err := scan().Days(rows)
+	if cerr := rows.Close(); err == nil {
+		err = cerr
 	}
-	if err := rows.Close(); err != nil {
+	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
 	rep.Incomplete = hqdb.DiffDays(days)
@@ -683,16 +644,11 @@ func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, e
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
 	defer rows.Close()
-	for rows.Next() {
-		var id, seen string
-		if err := rows.Scan(&id, &seen); err != nil {
-			return rep, fmt.Errorf("completeness: %w", err)
-		}
-		rep.Silent = append(rep.Silent, hqdb.Silent(id, parseTS(seen), now))
-	}
-	if err := rows.Err(); err != nil {
+	silent, err := scan().Silent(rows, now)
+	if err != nil {
 		return rep, fmt.Errorf("completeness: %w", err)
 	}
+	rep.Silent = append(rep.Silent, silent...)
 	return rep, nil
 }
 
@@ -701,6 +657,19 @@ func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, e
 const tsLayout = "2006-01-02T15:04:05.000000000Z"
 
 func formatTS(t time.Time) string { return t.UTC().Format(tsLayout) }
+
+// scan reads the shared SELECTs with SQLite's text times.
+func scan() hqdb.Scanner {
+	return hqdb.Scanner{Time: func() hqdb.TimeColumn { return new(textTime) }}
+}
+
+// textTime is a timestamp column as SQLite keeps it (tsLayout); NULL and
+// text that is not a time read as zero.
+type textTime sql.NullString
+
+func (t *textTime) Dest() any { return (*sql.NullString)(t) }
+
+func (t *textTime) Time() time.Time { return parseTS(t.String) }
 
 func parseTS(s string) time.Time {
 	if s == "" {
