@@ -40,14 +40,7 @@ func TestOldLayoutRecordHonoured(t *testing.T) {
 // and a different body under the key is a mismatch.
 func TestBigSaleRecordCompactReplayed(t *testing.T) {
 	e := newEnv(t, journal.Options{})
-	var s ledger.SaleRequest
-	s.Tender = "cash"
-	for i := range 200 {
-		b := "B" + strings.Repeat("0", 3-len(itoa(i))) + itoa(i)
-		e.putItem(b, 199, 1000)
-		s.Lines = append(s.Lines, ledger.Line{Barcode: b, Qty: 1, PriceCents: 199})
-		s.TotalCents += 199
-	}
+	s := bigSale(e, 200)
 	r, err := e.l.Sale(e.ctx, "T1", "big-1", s)
 	if err != nil {
 		t.Fatal(err)
@@ -62,22 +55,7 @@ func TestBigSaleRecordCompactReplayed(t *testing.T) {
 	if _, err := e.l.Sale(e.ctx, "T1", "big-1", sale1("B000", 1, 199)); refusal(t, err).Code != "idempotency_key_reused" {
 		t.Fatalf("different body: %v", err)
 	}
-	// The same record under a key the journal lacks (as on a daemon that
-	// did not journal it): only the compressed result can answer. Under
-	// another flow number, since the journal has this one.
-	rec["flow_no"] = "1000000000000099"
-	want := strings.Replace(string(r.Body), r.FlowNo, rec["flow_no"], 1)
-	fields := []any{}
-	for f, v := range rec {
-		fields = append(fields, f, v)
-	}
-	if err := e.rdb.HSet(e.ctx, redisdb.NewKeys("S1").Idem("T1", "big-2"), fields...).Err(); err != nil {
-		t.Fatal(err)
-	}
-	again, err := e.l.Sale(e.ctx, "T1", "big-2", s)
-	if err != nil || !again.Replayed || string(again.Body) != want {
-		t.Fatalf("replay from the compact record: %v, %v; want the %d-byte result", again, err, len(r.Body))
-	}
+	replayFromRecord(t, e, "T1", "big-1", s, r)
 }
 
 func itoa(i int) string {
@@ -86,4 +64,64 @@ func itoa(i int) string {
 		return d[i : i+1]
 	}
 	return itoa(i/10) + d[i%10:i%10+1]
+}
+
+func bigSale(e *env, n int) ledger.SaleRequest {
+	s := ledger.SaleRequest{Tender: "cash"}
+	for i := range n {
+		b := "B" + strings.Repeat("0", 3-len(itoa(i))) + itoa(i)
+		e.putItem(b, 199, 1000)
+		s.Lines = append(s.Lines, ledger.Line{Barcode: b, Qty: 1, PriceCents: 199})
+		s.TotalCents += 199
+	}
+	return s
+}
+
+// replayFromRecord copies the record of (term, key) under a key the
+// journal lacks (as on a daemon that did not journal it) and another flow
+// number (the journal has this one), and checks a retry there replays r's
+// result from the record alone.
+func replayFromRecord(t *testing.T, e *env, term, key string, s ledger.SaleRequest, r *ledger.Result) {
+	t.Helper()
+	k := redisdb.NewKeys("S1")
+	rec, err := e.rdb.HGetAll(e.ctx, k.Idem(term, key)).Result()
+	if err != nil || len(rec["rz"]) == 0 {
+		t.Fatalf("record of %s: %v %v", key, rec, err)
+	}
+	rec["flow_no"] = "1000000000000099"
+	want := strings.Replace(string(r.Body), r.FlowNo, rec["flow_no"], 1)
+	fields := []any{}
+	for f, v := range rec {
+		fields = append(fields, f, v)
+	}
+	if err := e.rdb.HSet(e.ctx, k.Idem(term, key+"-copy"), fields...).Err(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := e.l.Sale(e.ctx, term, key+"-copy", s)
+	if err != nil || !again.Replayed || string(again.Body) != want {
+		t.Fatalf("replay from the record of %s: %v, %v; want the %d-byte result", key, again, err, len(r.Body))
+	}
+}
+
+// TestRepairReapplyWritesCompactRecord: after Redis lost its data, the
+// start-up repair re-applies a 200-line sale from the journal, and the
+// record it writes is compact and replays the journaled result.
+func TestRepairReapplyWritesCompactRecord(t *testing.T) {
+	e := newEnv(t, journal.Options{})
+	s := bigSale(e, 200)
+	r := e.mustSale("T1", "big-r", s)
+	e.waitCompleted("T1:big-r")
+	if err := e.rdb.FlushAll(e.ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	bigSale(e, 200)
+	e.restart(journal.Options{})
+	if _, err := e.l.Start(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := e.rdb.HGetAll(e.ctx, redisdb.NewKeys("S1").Idem("T1", "big-r")).Val()
+	if rec["flow_no"] != r.FlowNo || rec["state"] != "COMPLETED" || rec["fp"] != ledger.Fingerprint(s) || len(rec["rz"]) >= len(r.Body)/4 {
+		t.Fatalf("re-applied record flow %s state %s, %d bytes of rz for a %d-byte result", rec["flow_no"], rec["state"], len(rec["rz"]), len(r.Body))
+	}
+	replayFromRecord(t, e, "T1", "big-r", s, r)
 }
