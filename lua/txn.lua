@@ -19,7 +19,10 @@
 -- ARGV[6]  hour "HH"        ARGV[7]  owner (daemon instance) ARGV[8] now (unix ms, for the record)
 -- ARGV[9]  sequence floor: the journal's highest; the sequence never goes at or below it
 -- ARGV[10] seconds to keep the idempotency record
--- ARGV[11] body after the flow number: '{"flow_no":"<n>",' .. ARGV[11] is the result
+-- ARGV[11] the result after its flow number, packed by the daemon
+--          (edge/ledger packRest: a form byte, then the rest plain or raw
+--          DEFLATE-compressed; '{"flow_no":"<n>",' .. rest is the result). Stored as is in field rz, opaque to this script;
+--          a ~1 MB batch's records cost a fraction of their JSON (issue 22).
 -- ARGV[12] token required: 1 when the key has the payment-token form
 -- ARGV[13] flow number (apply mode only: the journaled one)
 -- ARGV[14] number of lines, then per line: barcode, qty, sold qty, already refunded (journal)
@@ -35,7 +38,9 @@
 -- the first write, since Redis does not roll a script back.
 --
 -- Returns {"ok", flow_no, negative_stock_lines} or
--- {"exists", state, fingerprint_matches(0/1), flow_no, owner, at, body} or
+-- {"exists", state, fingerprint_matches(0/1), flow_no, owner, at, body, rz} or
+-- (body: the whole result, records of the old layout; rz: the compressed
+-- rest, records of this one; one of the two is '')
 -- {"token_invalid"} | {"unknown_item", barcode} |
 -- {"insufficient_stock", barcode, stock} | {"refund_exceeds_sale", barcode, left} |
 -- {"refund_repriced", barcode} (another refund of the sale landed since it was priced) |
@@ -90,11 +95,11 @@ local tender, hour = ARGV[4], ARGV[6]
 local isApply = (mode == 'apply_sale' or mode == 'apply_refund')
 local isRefund = (mode == 'refund' or mode == 'apply_refund')
 
-local rec = redis.call('HMGET', KEYS[1], 'state', 'fp', 'flow_no', 'owner', 'at', 'body')
+local rec = redis.call('HMGET', KEYS[1], 'state', 'fp', 'flow_no', 'owner', 'at', 'body', 'rz')
 if rec[1] then
   local same = 0
   if rec[2] == fp then same = 1 end
-  return {'exists', rec[1], same, rec[3], rec[4] or '', rec[5] or '0', rec[6] or ''}
+  return {'exists', rec[1], same, rec[3], rec[4] or '', rec[5] or '0', rec[6] or '', rec[7] or ''}
 end
 
 -- The arguments, before anything else: a malformed one refuses the call.
@@ -252,10 +257,9 @@ end
 redis.call('EXPIRE', KEYS[3], 400 * 86400)
 redis.call('EXPIRE', KEYS[4], 400 * 86400)
 
-local body = '{"flow_no":"' .. flow .. '",' .. ARGV[11]
 local state = 'PROCESSING'
 if isApply then state = 'COMPLETED' end
-redis.call('HSET', KEYS[1], 'state', state, 'fp', fp, 'flow_no', flow, 'owner', ARGV[7], 'at', ARGV[8], 'body', body)
+redis.call('HSET', KEYS[1], 'state', state, 'fp', fp, 'flow_no', flow, 'owner', ARGV[7], 'at', ARGV[8], 'rz', ARGV[11])
 -- What txn_undo.lua needs to take this call back exactly: the stock it
 -- did not touch, the token's state before.
 if #unstocked > 0 then redis.call('HSET', KEYS[1], 'unstocked', table.concat(unstocked, ' ')) end

@@ -409,3 +409,32 @@ func TestTxnCompleteMarksOnlyAnExistingRecord(t *testing.T) {
 		t.Errorf("completion changed the record's other fields: fp %q", fp)
 	}
 }
+
+// The record keeps the result the daemon packed (ARGV[11]) byte for byte
+// in field rz, never a body field, and an existing record answers both
+// fields: body for a record of the old layout, rz for a new one. Failed
+// on the old script, which stored the whole result in body.
+func TestTxnRecordKeepsPackedResult(t *testing.T) {
+	ctx := context.Background()
+	rdb := testenv.StartRedisSingle(t).NodeClient(0)
+	rdb.HSet(ctx, item("A"), "name", "A", "price_cents", "100", "stock", "10", "active", "1")
+	c := txnCall{mode: "sale", total: "100", lines: []txnLine{{barcode: "A", qty: "1"}}}
+	if res := c.run(ctx, t, rdb); res[0] != "ok" {
+		t.Fatalf("sale: %v", res)
+	}
+	rec := rdb.HGetAll(ctx, kIdem).Val()
+	if _, ok := rec["body"]; ok || rec["rz"] != `"store_id":"S"}` {
+		t.Fatalf("record %v: want rz the packed argument and no body", rec)
+	}
+	res := c.run(ctx, t, rdb)
+	want := []any{"exists", "PROCESSING", int64(1), rec["flow_no"], "owner1", "1764590400000", "", `"store_id":"S"}`}
+	if !reflect.DeepEqual(res, want) {
+		t.Fatalf("retry: %v, want %v", res, want)
+	}
+	rdb.HDel(ctx, kIdem, "rz")
+	rdb.HSet(ctx, kIdem, "body", `{"flow_no":"x","old":1}`)
+	res = c.run(ctx, t, rdb)
+	if len(res) != 8 || res[6] != `{"flow_no":"x","old":1}` || res[7] != "" {
+		t.Fatalf("retry on an old-layout record: %v", res)
+	}
+}

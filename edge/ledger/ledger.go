@@ -285,7 +285,7 @@ type scriptLine struct {
 func (l *Ledger) call(a txnArgs) redisdb.Txn {
 	t := redisdb.Txn{Mode: a.mode, Term: a.term, Key: a.key, Fingerprint: a.fp, Tender: a.tender, Day: a.day, Hour: a.hour,
 		Total: a.total, Owner: l.owner, NowMillis: l.now().UnixMilli(), SeqFloor: l.seqFloor.Load(),
-		IdemTTLSeconds: int64(l.cfg.IdemTTL / time.Second), BodyRest: a.bodyRest, TokenForm: a.tokenForm,
+		IdemTTLSeconds: int64(l.cfg.IdemTTL / time.Second), BodyRest: packRest(a.bodyRest), TokenForm: a.tokenForm,
 		Flow: a.flow, RefundOf: a.refundOf, MaxSaleCents: l.cfg.MaxSaleCents, Lines: make([]redisdb.TxnLine, len(a.lines))}
 	for i, ln := range a.lines {
 		t.Lines[i] = redisdb.TxnLine{Barcode: ln.barcode, Qty: ln.qty, Sold: ln.sold, RefundedJr: ln.refundedJr}
@@ -408,9 +408,17 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 	flow, _ := res[3].(string)
 	owner, _ := res[4].(string)
 	atStr, _ := res[5].(string)
-	stored, _ := res[6].(string)
+	oldBody, _ := res[6].(string)
+	rz := ""
+	if len(res) > 7 {
+		rz, _ = res[7].(string)
+	}
 	if same != 1 {
 		return nil, errKeyReused()
+	}
+	stored, err := recordBody(flow, oldBody, rz)
+	if err != nil {
+		return nil, err
 	}
 	at, _ := strconv.ParseInt(atStr, 10, 64)
 	if state == "PROCESSING" && owner != l.owner && !l.abandoned(ctx, at) {
@@ -418,7 +426,7 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 	}
 	// Effects and result are in Redis; the journal lacks them: journal the
 	// stored result as it is, never apply it again.
-	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), []byte(stored), journal.ModeRecovered, true
+	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), stored, journal.ModeRecovered, true
 	var b body
 	if err := json.Unmarshal(t.Body, &b); err == nil {
 		if ct, err := time.Parse(time.RFC3339Nano, b.CreatedAt); err == nil {

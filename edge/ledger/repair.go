@@ -317,9 +317,14 @@ func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 			l.complete(ctx, term, idem)
 			continue
 		}
-		res := []any{"exists", m["state"], int64(1), m["flow_no"], m["owner"], "0", m["body"]}
+		res := []any{"exists", m["state"], int64(1), m["flow_no"], m["owner"], "0", m["body"], m["rz"]}
+		raw, err := recordBody(m["flow_no"], m["body"], m["rz"])
+		if err != nil {
+			l.log.Warn("orphaned record with an unreadable result; left alone", "key", key, "err", err)
+			continue
+		}
 		var b body
-		_ = json.Unmarshal([]byte(m["body"]), &b)
+		_ = json.Unmarshal(raw, &b)
 		t := journal.Txn{TerminalID: term, IdemKey: idem, Fingerprint: m["fp"], Kind: b.Kind, Tender: b.Tender,
 			TotalCents: b.TotalCents, OriginalFlowNo: b.OriginalFlowNo, CreatedAt: time.Now(), Lines: jlines(b.Lines)}
 		if t.Kind == "" {

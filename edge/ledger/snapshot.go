@@ -273,7 +273,7 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 	iter := l.rdb.Scan(ctx, 0, l.k.IdemScan(), 1000).Iterator()
 	for iter.Next(ctx) {
 		key := iter.Val()
-		m, err := l.rdb.HMGet(ctx, key, "state", "body").Result()
+		m, err := l.rdb.HMGet(ctx, key, "state", "body", "rz", "flow_no").Result()
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", key, err)
 		}
@@ -290,8 +290,14 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 			continue
 		}
 		var b body
-		raw, _ := m[1].(string)
-		_ = json.Unmarshal([]byte(raw), &b)
+		old, _ := m[1].(string)
+		rz, _ := m[2].(string)
+		flow, _ := m[3].(string)
+		raw, err := recordBody(flow, old, rz)
+		if err != nil {
+			return nil, err
+		}
+		_ = json.Unmarshal(raw, &b)
 		p := Pending{FlowNo: b.FlowNo}
 		if at, err := time.Parse(time.RFC3339Nano, b.OccurredAt); err == nil {
 			p.Day = l.Day(at)
