@@ -53,6 +53,7 @@ type Ledger struct {
 	owner   string // this daemon instance: tells its own in-flight records from a crashed one's
 	now     func() time.Time
 	metrics *metrics
+	packer  *resultPacker // the result kept in idempotency records
 
 	seqFloor    atomic.Int64 // highest Redis sequence number journaled
 	degradedSeq atomic.Int64 // last degraded-mode sequence of this node
@@ -154,7 +155,7 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	l := &Ledger{cfg: cfg, rdb: rdb, j: j, log: log, k: redisdb.NewKeys(cfg.StoreID),
+	l := &Ledger{cfg: cfg, rdb: rdb, j: j, log: log, k: redisdb.NewKeys(cfg.StoreID), packer: newResultPacker(),
 		owner: hex.EncodeToString(b[:]), now: cfg.Now, metrics: newMetrics(reg), inflight: map[string]bool{}}
 	floor, err := j.MaxSeq(ctx)
 	if err != nil {
@@ -285,7 +286,7 @@ type scriptLine struct {
 func (l *Ledger) call(a txnArgs) redisdb.Txn {
 	t := redisdb.Txn{Mode: a.mode, Term: a.term, Key: a.key, Fingerprint: a.fp, Tender: a.tender, Day: a.day, Hour: a.hour,
 		Total: a.total, Owner: l.owner, NowMillis: l.now().UnixMilli(), SeqFloor: l.seqFloor.Load(),
-		IdemTTLSeconds: int64(l.cfg.IdemTTL / time.Second), BodyRest: packRest(a.bodyRest), TokenForm: a.tokenForm,
+		IdemTTLSeconds: int64(l.cfg.IdemTTL / time.Second), BodyRest: l.packer.pack(a.bodyRest), TokenForm: a.tokenForm,
 		Flow: a.flow, RefundOf: a.refundOf, MaxSaleCents: l.cfg.MaxSaleCents, Lines: make([]redisdb.TxnLine, len(a.lines))}
 	for i, ln := range a.lines {
 		t.Lines[i] = redisdb.TxnLine{Barcode: ln.barcode, Qty: ln.qty, Sold: ln.sold, RefundedJr: ln.refundedJr}
