@@ -520,30 +520,66 @@ func (j *Journal) CountUnapplied(ctx context.Context) (int, error) {
 // AppliedSince lists, oldest first, transactions Redis was told of (normal
 // and recovered modes, and degraded ones already applied) journaled at or
 // after since: what a Redis that lost its last writes (failover, restart
-// from an AOF missing its last second) may lack. afterFlow pages.
+// from an AOF missing its last second) may lack. afterRowID pages; the
+// row id returned is the page's last.
 func (j *Journal) AppliedSince(ctx context.Context, since time.Time, afterRowID int64, limit int) ([]Txn, int64, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT rowid FROM txns WHERE applied = 1 AND journaled_at >= ? AND rowid > ?
-		ORDER BY rowid LIMIT ?`, ts(since), afterRowID, limit)
+	keys, err := j.AppliedKeysSince(ctx, since, afterRowID, limit)
+	if err != nil || len(keys) == 0 {
+		return nil, afterRowID, err
+	}
+	ids := make([]int64, len(keys))
+	for i, k := range keys {
+		ids[i] = k.RowID
+	}
+	txns, err := j.TxnsAt(ctx, ids)
+	return txns, ids[len(ids)-1], err
+}
+
+// RowKey is a journal row's idempotency identity: enough to ask Redis
+// whether it holds the row (its record, pe:{S}:idem:<terminal>:<key>)
+// without reading the row itself.
+type RowKey struct {
+	RowID              int64
+	FlowNo, TerminalID string
+	IdemKey            string
+}
+
+// AppliedKeysSince is AppliedSince's page as identities only: a repair
+// asks Redis for a page of records at once and reads whole rows only for
+// those Redis lacks (a re-apply over a busy store's last ten minutes read
+// and ran a script for every row).
+func (j *Journal) AppliedKeysSince(ctx context.Context, since time.Time, afterRowID int64, limit int) ([]RowKey, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT rowid, flow_no, terminal_id, idem_key FROM txns
+		WHERE applied = 1 AND journaled_at >= ? AND rowid > ? ORDER BY rowid LIMIT ?`, ts(since), afterRowID, limit)
 	if err != nil {
-		return nil, 0, fmt.Errorf("read journal: %w", err)
+		return nil, fmt.Errorf("read journal: %w", err)
 	}
-	var ids []any
-	last := afterRowID
+	defer rows.Close()
+	var out []RowKey
 	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return nil, 0, err
+		var k RowKey
+		if err := rows.Scan(&k.RowID, &k.FlowNo, &k.TerminalID, &k.IdemKey); err != nil {
+			return nil, fmt.Errorf("read journal: %w", err)
 		}
-		ids = append(ids, id)
-		last = id
+		out = append(out, k)
 	}
-	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read journal: %w", err)
+	}
+	return out, nil
+}
+
+// TxnsAt lists the transactions of these row ids, oldest first, with
+// their lines; ids the journal no longer holds are left out.
+func (j *Journal) TxnsAt(ctx context.Context, ids []int64) ([]Txn, error) {
 	if len(ids) == 0 {
-		return nil, last, nil
+		return nil, nil
 	}
-	txns, err := j.list(ctx, `rowid IN (?`+strings.Repeat(",?", len(ids)-1)+`) ORDER BY rowid`, ids...)
-	return txns, last, err
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return j.list(ctx, `rowid IN (?`+strings.Repeat(",?", len(ids)-1)+`) ORDER BY rowid`, args...)
 }
 
 // flowsIn lists the flow numbers of a set-aside table (quarantine or
