@@ -84,12 +84,16 @@ func TestCatalogPriceReachesTill(t *testing.T) {
 		t.Errorf("the restarted daemon reloaded the catalog instead of resuming:\n%s", grepLines(string(m.Body), "posedge_catalog_"))
 	}
 
-	// posedge status --json: the catalog object.
-	st := s.Admin("GET", "/admin/v1/status", nil).JSON()
-	c, _ := st["catalog"].(map[string]any)
-	if c == nil || c["watching"] != true || c["revision"].(float64) < 7 || c["applied_at"] == nil {
-		t.Errorf("status catalog object %v, want watching, revision ≥ 7, applied_at set", st["catalog"])
-	}
+	// posedge status --json: the catalog object. The till can see the
+	// newest price a moment before the watch reports itself caught up (the
+	// catch-up applies each change, then sets watching), so the status is
+	// waited for, not read once.
+	testenv.WaitForState(t, 5*time.Second, "the status's catalog object watching, revision ≥ 7, applied_at set", func() (bool, string) {
+		st := s.Admin("GET", "/admin/v1/status", nil).JSON()
+		c, _ := st["catalog"].(map[string]any)
+		rev, _ := c["revision"].(float64)
+		return c != nil && c["watching"] == true && rev >= 7 && c["applied_at"] != nil, fmt.Sprint(st["catalog"])
+	})
 }
 
 func grepLines(s, sub string) string {
