@@ -22,6 +22,13 @@ import (
 // does not shrink them enough to repay it.
 const packMin = 1024
 
+// maxResultBytes bounds what recordBody inflates, so a damaged or hostile
+// record (a zip bomb) costs at most this much memory. The longest real
+// result, MaxLines lines of 64-byte barcodes and 2^63 prices, is ~26 KB;
+// 1 MiB is also the largest body HQ stores (JetStream's max payload), so
+// a result past it could not be replayed anyway.
+const maxResultBytes = 1 << 20
+
 // The first byte of the packed rest says how the rest follows.
 const (
 	packPlain   = '0'
@@ -72,9 +79,19 @@ func recordBody(flow, body, rz string) ([]byte, error) {
 	default:
 		return nil, fmt.Errorf("record %s: result stored in an unknown form %q", flow, rz[0])
 	}
-	rest, err := io.ReadAll(flate.NewReader(bytes.NewReader([]byte(rz[1:]))))
+	src := bytes.NewReader([]byte(rz[1:]))
+	rest, err := io.ReadAll(io.LimitReader(flate.NewReader(src), maxResultBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("inflate the result of record %s: %w", flow, err)
+	}
+	if len(rest) > maxResultBytes {
+		return nil, fmt.Errorf("inflate the result of record %s: more than %d bytes; no sale's result is this long, the record is damaged", flow, maxResultBytes)
+	}
+	// flate stops at the final block; bytes after it were never written by
+	// pack (bytes.Reader is an io.ByteReader, so flate reads no further
+	// than it needs).
+	if src.Len() > 0 {
+		return nil, fmt.Errorf("inflate the result of record %s: %d bytes after the compressed result; the record is damaged", flow, src.Len())
 	}
 	return append([]byte(prefix), rest...), nil
 }

@@ -139,7 +139,14 @@ func benchIngest(b *testing.B, newDSN func(b *testing.B) string, raw func(b *tes
 	cancel()
 	<-done
 
+	batches, commitSecs := hq.CommitStats(metrics)
+
 	hqRate, rawRate := float64(n)/hqDur.Seconds(), float64(n)/rawDur.Seconds()
+	if batches > 0 {
+		// Whether the time is in the database or around it.
+		b.ReportMetric(float64(n)/float64(batches), "rows/batch")
+		b.ReportMetric(commitSecs/hqDur.Seconds(), "commit_share")
+	}
 	b.ReportMetric(hqRate, "hq_rows/s")
 	b.ReportMetric(rawRate, "raw_rows/s")
 	b.ReportMetric(hqRate/rawRate, "ratio")

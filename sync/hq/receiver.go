@@ -501,17 +501,23 @@ func (r *Receiver) collect(ctx context.Context, it jetstream.MessagesContext) ([
 
 // decode decodes a batch, terminating what can never be stored.
 func (r *Receiver) decode(batch []jetstream.Msg) decoded {
-	now := time.Now()
-	b := decoded{msgs: make([]hqdb.Msg, 0, len(batch)), jms: make([]jetstream.Msg, 0, len(batch))}
-	for i, d := range decodeBatch(batch, r.cfg.SubjectPrefix, r.cfg.MaxSaleCents, now) {
-		if d.err != nil {
-			r.terminate(batch[i], d.err)
+	msgs, errs := make([]hqdb.Msg, len(batch)), make([]error, len(batch))
+	decodeBatch(batch, r.cfg.SubjectPrefix, r.cfg.MaxSaleCents, time.Now(), msgs, errs)
+	// Keep the storable ones, in order, in the same arrays: batch is
+	// this call's own (collect's), so its slots can be reused for jms.
+	kept := 0
+	for i, err := range errs {
+		if err != nil {
+			r.terminate(batch[i], err)
 			continue
 		}
-		b.msgs = append(b.msgs, d.msg)
-		b.jms = append(b.jms, batch[i])
+		if kept != i {
+			msgs[kept], batch[kept] = msgs[i], batch[i]
+		}
+		kept++
 	}
-	return b
+	clear(msgs[kept:]) // no reference kept to what was terminated
+	return decoded{msgs: msgs[:kept], jms: batch[:kept]}
 }
 
 // store1 stores one batch in one transaction and acks it after the commit.
