@@ -55,12 +55,18 @@ build: ## build posedge, posedge-hq and posedge-sim into ./bin/
 PLAIN_PKGS_RE = /(e2e|bench)$$
 RACE_PKGS = $(shell go list ./... | grep -Ev '$(PLAIN_PKGS_RE)')
 PLAIN_PKGS = $(shell go list ./... | grep -E '$(PLAIN_PKGS_RE)')
+# The e2e tests make test runs again with race-built daemons: the money
+# paths with no time bound a slower daemon could break (docs/
+# development.md, Race detector); a race report in a daemon's log fails
+# the test (internal/testenv Proc.RaceReport).
+E2E_RACE_RUN = ^(TestOddCentsAddUpAtHQ|TestScarceStockRace|TestDegradedRefundsAppliedOnce|TestDaemonKilledWhileSelling|TestSaleIsJournaledBeforeAnswerAndReachesHQOnce|TestHQKilledMidBatchAndTwoInstances|TestRedisMasterKilledUnderLoad)$$
 test: ## the CI gate: installs what is missing (test-deps), check, every test (all but e2e and bench under -race; starts its own Redis, Sentinel, NATS, PostgreSQL; fuzz targets over their corpus), fuzz-short, test-tools, clients
 	./scripts/test-deps.sh
 	$(MAKE) check
 	go build -o bin/testfilter ./internal/testfilter
 	bash -o pipefail -c "go test -race -json -p 1 -count=1 -timeout 40m -skip '^TestTool' $(RACE_PKGS) | bin/testfilter"
 	bash -o pipefail -c "go test -json -p 1 -count=1 -timeout 60m -skip '^TestTool' $(PLAIN_PKGS) | bin/testfilter"
+	bash -o pipefail -c "POSEDGE_RACE=1 go test -json -p 1 -count=1 -timeout 30m -run '$(E2E_RACE_RUN)' ./e2e | bin/testfilter"
 	$(MAKE) fuzz-short
 	$(MAKE) test-tools
 	$(MAKE) clients

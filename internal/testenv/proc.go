@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -76,9 +77,10 @@ type Proc struct {
 	Log  string // file receiving stdout and stderr
 	Env  []string
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu      sync.Mutex
+	cmd     *exec.Cmd
+	done    chan struct{}
+	watched bool // the race check is registered with the test
 }
 
 // Start starts the process; it may be called again after it exited.
@@ -101,8 +103,49 @@ func (p *Proc) Start(t testing.TB) {
 	done := make(chan struct{})
 	p.mu.Lock()
 	p.cmd, p.done = cmd, done
+	watched := p.watched
+	p.watched = true
 	p.mu.Unlock()
 	go func() { _ = cmd.Wait(); f.Close(); close(done) }()
+	if !watched {
+		// A race-built daemon (POSEDGE_RACE=1) only prints what the race
+		// detector found, to its log, and goes on; the test that started
+		// it is what must fail.
+		t.Cleanup(func() {
+			if r := p.RaceReport(); r != "" {
+				t.Errorf("%s reported a data race (whole log: %s):\n%s", p.Name, p.Log, r)
+			}
+		})
+	}
+}
+
+// raceBanner opens and closes each report of Go's race detector.
+const raceBanner = "=================="
+
+// RaceReport returns the first report of Go's race detector in the
+// process log ("WARNING: DATA RACE" up to its closing banner), or "".
+func (p *Proc) RaceReport() string {
+	b, err := os.ReadFile(p.Log)
+	if err != nil {
+		return ""
+	}
+	return firstRaceReport(string(b))
+}
+
+func firstRaceReport(log string) string {
+	i := strings.Index(log, "WARNING: DATA RACE")
+	if i < 0 {
+		return ""
+	}
+	r := log[i:]
+	if j := strings.Index(r, "\n"+raceBanner); j >= 0 {
+		r = r[:j]
+	}
+	const most = 8000
+	if len(r) > most {
+		r = r[:most] + "\n…"
+	}
+	return r
 }
 
 // Running reports whether the process has been started and not exited.
