@@ -36,10 +36,12 @@ func posedgeCmd(t *testing.T, d time.Duration, args ...string) (string, int) {
 
 // TestDamagedJournalRefusedThenSalvaged: pages of a real journal (the
 // daemon stopped cleanly, so every row is in the main file) are
-// overwritten as a failing disk would. posedge then refuses to serve: it
-// exits at once with code 65 (the unit's RestartPreventExitStatus) and one
-// log line naming the damage and the salvage command; `posedge status`
-// says CRIT with that advice; `posedge journal verify` exits 65.
+// overwritten as a failing disk would. posedge starts on it and serves
+// at once; the quick_check it runs behind the tills finds the damage:
+// sales are answered 503 journal_unavailable, /readyz fails, one ERROR
+// line names the damage; `posedge status` says CRIT with the salvage
+// advice, while posedge runs and once it is stopped; `posedge journal
+// verify` exits 65.
 // `posedge journal salvage` copies every readable transaction into a new
 // journal and keeps the damaged file; posedge serves again on it, every
 // salvaged transaction answers as before, and new sales and a refund of
@@ -85,14 +87,38 @@ func TestDamagedJournalRefusedThenSalvaged(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	out, code := posedgeCmd(t, 30*time.Second, "run", "--config", s.Config)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	last := lines[len(lines)-1]
-	if code != 65 || !strings.Contains(last, "journal damaged") || !strings.Contains(last, "posedge journal salvage") {
-		t.Fatalf("posedge run on a damaged journal: exit %d, want 65 and one line saying so:\n%s", code, out)
+	// The damage is in the tables' leaves: posedge opens the file and
+	// serves at once; the quick_check it runs right after start finds
+	// the damage. From then on sales are refused 503 journal_unavailable,
+	// status says CRIT with the salvage advice, /readyz fails, one ERROR
+	// line names the file and what quick_check said.
+	s.Edge.Start(t)
+	advises := func(st statusJSON) bool {
+		for _, c := range st.Checks {
+			if c.Name == "journal" && c.Status == "crit" && strings.Contains(c.Hint, "posedge journal salvage") {
+				return true
+			}
+		}
+		return false
 	}
-	if n := strings.Count(out, "journal damaged"); n != 1 {
-		t.Fatalf("%d lines name the damage, want one:\n%s", n, out)
+	testenv.WaitFor(t, 60*time.Second, "the background quick_check finds the damage", func() bool {
+		if !s.Edge.Running() {
+			t.Fatalf("posedge exited on a journal damaged in its leaves:\n%s", s.Edge.Tail(3000))
+		}
+		st, _, _ := posedgeStatus(t, s)
+		return st.Status == "crit" && advises(st)
+	})
+	if r := s.Sale(s.Terminals[0], "after-damage", "MX1", 1, 100); r.Status != 503 || r.Code() != "journal_unavailable" {
+		t.Fatalf("a sale on a journal found damaged: %d %s, want 503 journal_unavailable", r.Status, r.Body)
+	}
+	if r := s.Admin("GET", "/readyz", nil); r.Status != 503 || !strings.Contains(string(r.Body), "damaged") {
+		t.Fatalf("readyz on a journal found damaged: %d %s", r.Status, r.Body)
+	}
+	if err := s.Edge.Terminate(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if out := s.Edge.Tail(1 << 20); strings.Count(out, "journal damaged: refusing sales") != 1 || !strings.Contains(out, path) {
+		t.Fatalf("want one ERROR line naming the damage and %s:\n%s", path, out)
 	}
 	st, code, sout := posedgeStatus(t, s)
 	advised := false
@@ -106,7 +132,7 @@ func TestDamagedJournalRefusedThenSalvaged(t *testing.T) {
 		t.Fatalf("journal verify on a damaged journal: exit %d\n%s", code, out)
 	}
 
-	out, code = posedgeCmd(t, 120*time.Second, "journal", "salvage", "--config", s.Config)
+	out, code := posedgeCmd(t, 120*time.Second, "journal", "salvage", "--config", s.Config)
 	if code != 0 {
 		t.Fatalf("journal salvage: exit %d\n%s", code, out)
 	}

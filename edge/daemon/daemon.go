@@ -151,6 +151,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	var jobs sync.WaitGroup
 	jobs.Go(func() { d.rec.Loop(ctx) })
 	jobs.Go(func() { d.pruneLoop(ctx) })
+	jobs.Go(func() { d.integrityLoop(ctx, quickCheckEvery) })
 	// The first reports before ready: /readyz and status never read an
 	// empty snapshot.
 	d.health.Probe(ctx, d.probes())

@@ -1,8 +1,11 @@
 package health
 
 import (
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/posedge/posedge/offline/journal"
 )
 
 // Tracker holds the latest fact of each subsystem. Its methods may be
@@ -51,11 +54,13 @@ func (t *Tracker) ReportRedis(r Redis) {
 	t.mu.Unlock()
 }
 
-// ReportJournal reports whether the journal answered, err nil when it did.
+// ReportJournal reports whether the journal answered, err nil when it
+// did; an error wrapping journal.ErrDamaged (the background quick_check's
+// finding) marks it damaged.
 func (t *Tracker) ReportJournal(err error) {
 	j := Journal{SeenAt: t.now()}
 	if err != nil {
-		j.Error = err.Error()
+		j.Error, j.Damaged = err.Error(), errors.Is(err, journal.ErrDamaged)
 	}
 	t.mu.Lock()
 	t.journal = j

@@ -17,6 +17,12 @@ func ReadJournal(ctx context.Context, j *journal.Journal, hq HQ) (Journal, HQ) {
 	if free, err := diskspace.Free(j.Path()); err == nil {
 		jf.DiskFree = free
 	}
+	if err := j.Damaged(); err != nil {
+		// Found by the background quick_check: the figures of a damaged
+		// file are not to be trusted, the finding is what matters.
+		jf.Error, jf.Damaged = err.Error(), true
+		return jf, hq
+	}
 	st, err := j.Stats(ctx)
 	if err != nil {
 		jf.Error = err.Error()

@@ -20,6 +20,9 @@ func (l *Ledger) Refund(ctx context.Context, term, key string, r RefundRequest) 
 	if e := r.Validate(bounds); e != nil {
 		return nil, e
 	}
+	if e := l.journalDamaged(); e != nil {
+		return nil, e
+	}
 	fp := Fingerprint(r)
 	if !l.claim(term, key) {
 		return nil, errInProgress()

@@ -23,6 +23,9 @@ func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mo
 	if e := s.Validate(l.Bounds()); e != nil {
 		return nil, e
 	}
+	if e := l.journalDamaged(); e != nil {
+		return nil, e
+	}
 	fp := Fingerprint(s)
 	if !l.claim(term, key) {
 		return nil, errInProgress()
@@ -165,6 +168,17 @@ func (l *Ledger) journalDegraded(ctx context.Context, t journal.Txn, b body) (*R
 			return nil, t, errJournal(err)
 		}
 	}
+}
+
+// journalDamaged refuses a sale or refund before it touches Redis once
+// the journal's background quick_check found it damaged: the journal
+// takes no write any more (offline/journal Damaged), so nothing would be
+// recorded, and Redis is left as the journal knows it.
+func (l *Ledger) journalDamaged() *Error {
+	if err := l.j.Damaged(); err != nil {
+		return errJournal(err)
+	}
+	return nil
 }
 
 func jlines(ls []Line) []journal.Line {

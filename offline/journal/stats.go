@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 )
 
@@ -115,10 +116,26 @@ func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 	const batch = 500
 	var total int64
 	for {
+		// The rows due are looked for on a reader: the search scans the
+		// table (no index serves it) — a second on a journal of millions
+		// — and in the writer it would hold every sale behind it, at each
+		// start. The writer deletes those still due, checked again.
+		ids, err := j.prunable(ctx, cutoff, batch)
+		if err != nil || len(ids) == 0 {
+			if err != nil {
+				err = fmt.Errorf("prune journal: %w", err)
+			}
+			return total, err
+		}
+		in := strings.Repeat(",?", len(ids))[1:]
+		args := make([]any, 0, len(ids)+1)
+		args = append(args, ts(cutoff))
+		for _, id := range ids {
+			args = append(args, id)
+		}
 		var n int64
-		err := j.write(ctx, func(tx *sql.Tx) error {
-			rows, err := tx.Query(`DELETE FROM txns WHERE rowid IN (SELECT rowid FROM txns
-				WHERE state = 'acked' AND confirmed_at IS NOT NULL AND applied = 1 AND journaled_at < ? LIMIT ?) RETURNING seq, flow_no`, ts(cutoff), batch)
+		err = j.write(ctx, func(tx *sql.Tx) error {
+			rows, err := tx.Query(`DELETE FROM txns WHERE `+prunableWhere+` AND rowid IN (`+in+`) RETURNING seq, flow_no`, args...)
 			if err != nil {
 				return err
 			}
@@ -161,10 +178,33 @@ func (j *Journal) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 		if err != nil {
 			return total, fmt.Errorf("prune journal: %w", err)
 		}
-		if n < batch {
+		if len(ids) < batch {
 			return total, nil
 		}
 	}
+}
+
+// prunableWhere selects the rows Prune may delete: delivered (confirmed
+// by HQ), applied to Redis, journaled before the cutoff (argument 1).
+const prunableWhere = `state = 'acked' AND confirmed_at IS NOT NULL AND applied = 1 AND journaled_at < ?`
+
+// prunable lists up to limit row ids Prune may delete, oldest first, read
+// on a reader connection.
+func (j *Journal) prunable(ctx context.Context, cutoff time.Time, limit int) ([]int64, error) {
+	rows, err := j.r.QueryContext(ctx, `SELECT rowid FROM txns WHERE `+prunableWhere+` ORDER BY rowid LIMIT ?`, ts(cutoff), limit)
+	if err != nil {
+		return nil, fmt.Errorf("find rows past retention: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("find rows past retention: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // Export writes every transaction as one JSON line (the body answered to
