@@ -20,7 +20,7 @@ func (j *Journal) DayTotalsUpTo(ctx context.Context, day string, maxSeq int64) (
 // UnappliedDays lists the business days holding degraded-mode transactions
 // Redis has not been given yet.
 func (j *Journal) UnappliedDays(ctx context.Context) (map[string]bool, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT DISTINCT business_day FROM txns WHERE applied = 0`)
+	rows, err := j.scan.QueryContext(ctx, `SELECT DISTINCT business_day FROM txns WHERE applied = 0`)
 	if err != nil {
 		return nil, fmt.Errorf("read unapplied days: %w", err)
 	}
@@ -57,7 +57,7 @@ type ItemStock struct {
 // here: the reconciliation's second look settles that.
 func (j *Journal) ExpectedStock(ctx context.Context, maxSeq int64) ([]ItemStock, error) {
 	moves := map[string][2]int64{}
-	rows, err := j.r.QueryContext(ctx, `SELECT l.barcode,
+	rows, err := j.scan.QueryContext(ctx, `SELECT l.barcode,
 			SUM(CASE WHEN t.kind = 'refund' THEN -l.qty ELSE l.qty END), COUNT(*)
 		FROM txn_lines l JOIN txns t ON t.flow_no = l.flow_no JOIN items i ON i.barcode = l.barcode
 		WHERE t.journaled_at > i.updated_at AND t.applied = 1 AND t.seq <= ?
@@ -78,7 +78,7 @@ func (j *Journal) ExpectedStock(ctx context.Context, maxSeq int64) ([]ItemStock,
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = j.r.QueryContext(ctx, `SELECT a.barcode, SUM(a.delta), COUNT(*)
+	rows, err = j.scan.QueryContext(ctx, `SELECT a.barcode, SUM(a.delta), COUNT(*)
 		FROM stock_adjustments a JOIN items i ON i.barcode = a.barcode
 		WHERE a.created_at > i.updated_at GROUP BY a.barcode`)
 	if err != nil {
@@ -98,7 +98,7 @@ func (j *Journal) ExpectedStock(ctx context.Context, maxSeq int64) ([]ItemStock,
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	rows, err = j.r.QueryContext(ctx, `SELECT i.barcode, i.name, i.price_cents, i.stock, i.updated_at,
+	rows, err = j.scan.QueryContext(ctx, `SELECT i.barcode, i.name, i.price_cents, i.stock, i.updated_at,
 			COALESCE(c.active, 1), COALESCE(c.revision, 0), COALESCE(c.source, '')
 		FROM items i LEFT JOIN catalog c ON c.barcode = i.barcode ORDER BY i.barcode`)
 	if err != nil {
@@ -125,7 +125,7 @@ func (j *Journal) ExpectedStock(ctx context.Context, maxSeq int64) ([]ItemStock,
 // transaction of, or "".
 func (j *Journal) FirstBusinessDay(ctx context.Context) (string, error) {
 	var s sql.NullString
-	if err := j.r.QueryRowContext(ctx, `SELECT MIN(business_day) FROM txns`).Scan(&s); err != nil {
+	if err := j.scan.QueryRowContext(ctx, `SELECT MIN(business_day) FROM txns`).Scan(&s); err != nil {
 		return "", fmt.Errorf("read first business day: %w", err)
 	}
 	return s.String, nil
@@ -133,7 +133,7 @@ func (j *Journal) FirstBusinessDay(ctx context.Context) (string, error) {
 
 // ItemBarcodes lists the barcodes of the daemon's copy of the item master.
 func (j *Journal) ItemBarcodes(ctx context.Context) ([]string, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT barcode FROM items ORDER BY barcode`)
+	rows, err := j.scan.QueryContext(ctx, `SELECT barcode FROM items ORDER BY barcode`)
 	if err != nil {
 		return nil, fmt.Errorf("read items: %w", err)
 	}

@@ -83,7 +83,7 @@ func check(ctx context.Context, db *sql.DB, path, pragma string) error {
 // damaged finding is kept: from then on Damaged returns it and the
 // journal takes no write.
 func (j *Journal) QuickCheck(ctx context.Context) error {
-	err := check(ctx, j.r, j.path, "quick_check")
+	err := check(ctx, j.scan, j.path, "quick_check")
 	if errors.Is(err, ErrDamaged) {
 		j.damaged.CompareAndSwap(nil, &err)
 	}

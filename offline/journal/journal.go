@@ -97,6 +97,14 @@ type Journal struct {
 	path string
 	w    *sql.DB // exactly one connection: the single writer
 	r    *sql.DB // readers; WAL lets them run beside the writer
+	// scan holds the reads that walk the whole file (quick_check, stats,
+	// prune's search, manifests, the reconciliation's sums, backup): on a
+	// journal of a million rows each takes a second or more, and on r
+	// four of them at once left a till's idempotency lookup waiting for a
+	// connection (874 ms to a restarted daemon's first 201). Its own pool,
+	// so the tills' reads never queue behind them. A read-only open
+	// shares r.
+	scan *sql.DB
 	log  *slog.Logger
 	opt  Options
 	st   *stmts
@@ -119,6 +127,10 @@ type Journal struct {
 	stopped chan struct{}
 	once    sync.Once
 }
+
+// scanConns is how many whole-file reads run at once; more wait for one
+// another (never for the tills' readers).
+const scanConns = 3
 
 func dsn(path string, o Options, readOnly bool) string {
 	q := url.Values{}
@@ -185,7 +197,7 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 			}
 			return nil, fmt.Errorf("open journal %s: %w", path, err)
 		}
-		j.r = r
+		j.r, j.scan = r, r
 		close(j.stopped)
 		return j, nil
 	}
@@ -216,13 +228,21 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal readers %s: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
+	scan, err := sql.Open("sqlite", dsn(path, Options{BusyTimeout: o.BusyTimeout}, false))
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal readers %s: %w", path, err)
+	}
+	scan.SetMaxOpenConns(scanConns)
 	j.catalog, j.confirm = true, true
 	if j.st, err = prepareStmts(ctx, r, w, true); err != nil {
+		scan.Close()
 		r.Close()
 		w.Close()
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
-	j.w, j.r = w, r
+	j.w, j.r, j.scan = w, r, scan
 	go j.writer()
 	return j, nil
 }
@@ -242,6 +262,9 @@ func (j *Journal) Close() error {
 	errs := []error{j.st.close()}
 	if j.w != nil {
 		errs = append(errs, j.w.Close())
+	}
+	if j.scan != j.r {
+		errs = append(errs, j.scan.Close())
 	}
 	errs = append(errs, j.r.Close())
 	return errors.Join(errs...)

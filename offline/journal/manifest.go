@@ -22,7 +22,7 @@ type TerminalDay struct {
 // removed by Prune are no longer counted, so ask only about days within
 // the journal's retention.
 func (j *Journal) DayTotals(ctx context.Context, day string) ([]TerminalDay, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT terminal_id,
+	rows, err := j.scan.QueryContext(ctx, `SELECT terminal_id,
 		COALESCE(SUM(kind = 'sale'), 0),
 		COALESCE(SUM(CASE WHEN kind = 'sale' THEN total_cents ELSE 0 END), 0),
 		COALESCE(SUM(kind = 'refund'), 0),

@@ -48,7 +48,7 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 	if j.confirm {
 		unconfirmed = `state = 'acked' AND confirmed_at IS NULL`
 	}
-	err := j.r.QueryRowContext(ctx, `SELECT
+	err := j.scan.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM txns),
 		(SELECT COUNT(*) FROM txns WHERE state IN ('pending','sent')),
 		(SELECT COALESCE(SUM(LENGTH(body)),0) FROM txns WHERE state IN ('pending','sent')),
@@ -83,7 +83,7 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 
 // Verify runs SQLite's full integrity check.
 func (j *Journal) Verify(ctx context.Context) error {
-	return check(ctx, j.r, j.path, "integrity_check")
+	return check(ctx, j.scan, j.path, "integrity_check")
 }
 
 // Backup writes a consistent copy of the journal to dest (VACUUM INTO),
@@ -99,7 +99,7 @@ func (j *Journal) Backup(ctx context.Context, dest string) error {
 		return fmt.Errorf("backup journal to %s: %w", dest, err)
 	}
 	f.Close()
-	if _, err := j.r.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
+	if _, err := j.scan.ExecContext(ctx, `VACUUM INTO ?`, dest); err != nil {
 		os.Remove(dest)
 		return fmt.Errorf("backup journal to %s: %w", dest, err)
 	}
@@ -191,7 +191,7 @@ const prunableWhere = `state = 'acked' AND confirmed_at IS NOT NULL AND applied 
 // prunable lists up to limit row ids Prune may delete, oldest first, read
 // on a reader connection.
 func (j *Journal) prunable(ctx context.Context, cutoff time.Time, limit int) ([]int64, error) {
-	rows, err := j.r.QueryContext(ctx, `SELECT rowid FROM txns WHERE `+prunableWhere+` ORDER BY rowid LIMIT ?`, ts(cutoff), limit)
+	rows, err := j.scan.QueryContext(ctx, `SELECT rowid FROM txns WHERE `+prunableWhere+` ORDER BY rowid LIMIT ?`, ts(cutoff), limit)
 	if err != nil {
 		return nil, fmt.Errorf("find rows past retention: %w", err)
 	}
@@ -210,7 +210,7 @@ func (j *Journal) prunable(ctx context.Context, cutoff time.Time, limit int) ([]
 // Export writes every transaction as one JSON line (the body answered to
 // the terminal, plus the journal's own state), oldest first.
 func (j *Journal) Export(ctx context.Context, w io.Writer) error {
-	rows, err := j.r.QueryContext(ctx, `SELECT flow_no, state, mode, applied, attempts, last_error, body FROM txns ORDER BY rowid`)
+	rows, err := j.scan.QueryContext(ctx, `SELECT flow_no, state, mode, applied, attempts, last_error, body FROM txns ORDER BY rowid`)
 	if err != nil {
 		return fmt.Errorf("export journal: %w", err)
 	}
