@@ -43,7 +43,7 @@ const (
 	DefaultStreamMaxBytes          = 16 << 30
 	minStreamMaxBytes              = 1 << 20
 	minStreamMaxMsgsPerSubject     = 100
-	DefaultCatalogBucket           = "POS_CATALOG"
+	DefaultCatalogBucket           = wire.DefaultCatalogBucket // the store follows the same bucket
 	maxBatchSize                   = 10000
 )
 

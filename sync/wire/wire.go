@@ -16,6 +16,9 @@ const (
 
 	DefaultSubjectPrefix = "pos.txn"
 	DefaultStream        = "POS_TXN"
+	// DefaultCatalogBucket is the item master's key-value bucket: HQ
+	// writes it, every store follows it (hq.catalog_bucket on both).
+	DefaultCatalogBucket = "POS_CATALOG"
 
 	// HaveSubjectPrefix is where posedge-hq answers "which of these flow
 	// numbers do you hold for my store?". It lies outside the stream's
