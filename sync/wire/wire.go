@@ -116,7 +116,7 @@ func ParseTxn(body []byte) (t Txn, err error) {
 
 func parseTxn(body []byte) (Txn, error) {
 	var t Txn
-	if err := checkKeys(body, txnFields); err != nil {
+	if err := checkJSONKeys(body, txnFields); err != nil {
 		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	t, err := decodeTxn(body)
