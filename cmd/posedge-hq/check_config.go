@@ -28,7 +28,7 @@ func (c *checkConfigCommand) Run(ctx context.Context, args []string) error {
 	}
 	cfg, err := hq.LoadConfig(*configPath)
 	if err != nil {
-		return fmt.Errorf("invalid config:\n%w", err)
+		return err // names the file and every problem, as posedge check-config
 	}
 	db, _ := hq.ParseDatabaseURL(cfg.Database)
 	fmt.Fprintf(c.stdout, "%s: OK (stream %s, %s database, admin %s, silent after %s)\n",

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posedge/posedge/internal/testenv/golden"
 )
 
 // What an engineer reads from `posedge-hq check-config` for good and
@@ -21,7 +23,7 @@ func TestCheckConfigGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		t.Run(name, func(t *testing.T) {
 			code, stdout, stderr := runHQ(t, "check-config", "--config", f)
-			golden(t, filepath.Join("checkconfig", name+".golden"), []byte(fmt.Sprintf("exit %d\n%s%s", code, stdout, stderr)))
+			golden.Check(t, filepath.Join("testdata", "checkconfig", name+".golden"), []byte(fmt.Sprintf("exit %d\n%s%s", code, stdout, stderr)))
 		})
 	}
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,6 +17,8 @@ import (
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/wire"
+
+	"github.com/posedge/posedge/internal/testenv/golden"
 )
 
 // fleetPublisher publishes on NATS what stores send, as a store's
@@ -159,7 +159,7 @@ func TestStoresCommand(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("exit %d (stderr %q), want 1 with silent, incomplete and conflicting stores:\n%s", code, errOut, out)
 	}
-	golden(t, "stores-cli.golden", []byte(maskFleet(out)))
+	golden.Check(t, filepath.Join("testdata", "stores-cli.golden"), []byte(maskFleet(out)))
 
 	// --json: the same stores in the same order, offsets as numbers.
 	code, js1, _ := runHQ(t, "stores", "--config", conf, "--json")
@@ -203,25 +203,4 @@ func maskFleet(s string) string {
 		return "SYNC"
 	})
 	return spaceRE.ReplaceAllString(s, " ")
-}
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		os.MkdirAll("testdata", 0o755)
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
 }

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -27,25 +26,6 @@ import (
 // (cmd/posedge/tools_test.go). A missing tool fails: scripts/test-deps.sh
 // installs it.
 
-func needTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s not found: scripts/test-deps.sh (make test) installs the Debian package %s", name, pkg)
-	}
-	return p
-}
-
-func runTool(t *testing.T, stdin []byte, name string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
 const (
 	hqRules      = "../../packaging/prometheus/posedge-hq-alerts.yml"
 	hqRulesTest  = "../../packaging/prometheus/posedge-hq-alerts_test.yml"
@@ -57,11 +37,11 @@ const (
 // The fleet alert rules load, and their unit tests pass (each alert
 // fires for the store that should fire it, and not for the others).
 func TestToolPromtoolHQRules(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
-	if out, err := runTool(t, nil, promtool, "check", "rules", hqRules); err != nil {
+	promtool := testenv.NeedTool(t, "promtool", "prometheus")
+	if out, err := testenv.RunTool(nil, promtool, "check", "rules", hqRules); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
-	if out, err := runTool(t, nil, promtool, "test", "rules", hqRulesTest); err != nil {
+	if out, err := testenv.RunTool(nil, promtool, "test", "rules", hqRulesTest); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
@@ -71,7 +51,7 @@ func TestToolPromtoolHQRules(t *testing.T) {
 // posedge_hq_* name the fleet alerts and dashboard use is in it, with a
 // series for the store.
 func TestToolPromtoolHQMetrics(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
+	promtool := testenv.NeedTool(t, "promtool", "prometheus")
 	n := testenv.StartNATS(t)
 	p := startHQ(t, n.URL(), "sqlite://"+filepath.Join(t.TempDir(), "hq.db"), "posedge-hq")
 	nc, err := nats.Connect(n.URL())
@@ -98,7 +78,7 @@ func TestToolPromtoolHQMetrics(t *testing.T) {
 	// No lint let through: the one promtool had ("days" read as a unit,
 	// posedge_hq_store_incomplete_days) was fixed by the name
 	// posedge_hq_store_incomplete_manifests (issue 24).
-	if out, err := runTool(t, body, promtool, "check", "metrics"); err != nil {
+	if out, err := testenv.RunTool(body, promtool, "check", "metrics"); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
 	checkDashboardMetrics(t, hqDashboard, body)
@@ -232,7 +212,7 @@ func checkDashboardMetrics(t *testing.T, file string, metrics []byte) {
 // ExecStart's binary): no word about the unit, and a misspelt key is
 // noticed (the check has teeth).
 func TestToolSystemdAnalyzeVerifyHQ(t *testing.T) {
-	sa := needTool(t, "systemd-analyze", "systemd")
+	sa := testenv.NeedTool(t, "systemd-analyze", "systemd")
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "posedge-hq")
 	data, err := os.ReadFile(hqBin)
@@ -242,7 +222,7 @@ func TestToolSystemdAnalyzeVerifyHQ(t *testing.T) {
 	if err := os.WriteFile(exe, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	unit := strings.ReplaceAll(mustRead(t, hqUnitFile), "/usr/bin/posedge-hq ", exe+" ")
+	unit := strings.ReplaceAll(testenv.ReadFile(t, hqUnitFile), "/usr/bin/posedge-hq ", exe+" ")
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name, "posedge-hq.service")
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -253,11 +233,11 @@ func TestToolSystemdAnalyzeVerifyHQ(t *testing.T) {
 		}
 		return p
 	}
-	if out, err := runTool(t, nil, sa, "verify", write("packaged", unit)); err != nil || strings.Contains(out, "posedge-hq.service") {
+	if out, err := testenv.RunTool(nil, sa, "verify", write("packaged", unit)); err != nil || strings.Contains(out, "posedge-hq.service") {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
 	}
 	bad := write("bad", strings.Replace(unit, "RestartSec=", "RestartSecs=", 1))
-	if out, _ := runTool(t, nil, sa, "verify", bad); !strings.Contains(out, "RestartSecs") {
+	if out, _ := testenv.RunTool(nil, sa, "verify", bad); !strings.Contains(out, "RestartSecs") {
 		t.Errorf("systemd-analyze did not notice a bad key: %s", out)
 	}
 }
@@ -266,7 +246,7 @@ func TestToolSystemdAnalyzeVerifyHQ(t *testing.T) {
 // security --offline=yes`, like the store's; the same unit without its
 // sandbox is far above (the check can tell).
 func TestToolSystemdAnalyzeSecurityHQ(t *testing.T) {
-	sa := needTool(t, "systemd-analyze", "systemd")
+	sa := testenv.NeedTool(t, "systemd-analyze", "systemd")
 	dir := t.TempDir()
 	overall := regexp.MustCompile(`Overall exposure level for posedge-hq\.service: ([0-9.]+)`)
 	score := func(name, unit string) float64 {
@@ -278,7 +258,7 @@ func TestToolSystemdAnalyzeSecurityHQ(t *testing.T) {
 		if err := os.WriteFile(p, []byte(unit), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, _ := runTool(t, nil, sa, "security", "--offline=yes", "--no-pager", p)
+		out, _ := testenv.RunTool(nil, sa, "security", "--offline=yes", "--no-pager", p)
 		m := overall.FindStringSubmatch(out)
 		if m == nil {
 			t.Fatalf("systemd-analyze security (%s): no overall level:\n%s", name, out)
@@ -292,7 +272,7 @@ func TestToolSystemdAnalyzeSecurityHQ(t *testing.T) {
 		}
 		return f
 	}
-	unit := mustRead(t, hqUnitFile)
+	unit := testenv.ReadFile(t, hqUnitFile)
 	f := score("packaged", unit)
 	if f > 2.0 {
 		t.Errorf("packaged unit: exposure %.1f, want at most 2.0", f)
@@ -318,7 +298,7 @@ func TestToolSystemdAnalyzeSecurityHQ(t *testing.T) {
 
 // lintian on the posedge-hq .deb files `make package` built: no errors.
 func TestToolLintianHQ(t *testing.T) {
-	lintian := needTool(t, "lintian", "lintian")
+	lintian := testenv.NeedTool(t, "lintian", "lintian")
 	dist := os.Getenv("POSEDGE_DIST")
 	if dist == "" {
 		t.Skip("POSEDGE_DIST unset: make test-tools builds the packages and sets it")
@@ -328,7 +308,7 @@ func TestToolLintianHQ(t *testing.T) {
 		t.Fatalf("want the amd64 and arm64 posedge-hq .deb in %s, found %v", dist, debs)
 	}
 	for _, deb := range debs {
-		out, err := runTool(t, nil, lintian, "--fail-on", "error", "--allow-root", deb)
+		out, err := testenv.RunTool(nil, lintian, "--fail-on", "error", "--allow-root", deb)
 		if err != nil {
 			t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
 		} else {
@@ -344,13 +324,4 @@ func TestToolPackagedConfigChecks(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "OK") {
 		t.Errorf("check-config of the packaged example: exit %d, %s%s", code, out, errOut)
 	}
-}
-
-func mustRead(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

@@ -5,10 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/posedge/posedge/internal/testenv/golden"
 )
 
 // What an operator reads from `posedge check-config` for good and bad
@@ -38,20 +39,7 @@ func TestCheckConfigGolden(t *testing.T) {
 				t.Fatalf("check-config %s: %v", f, err)
 			}
 			got := fmt.Sprintf("exit %d\n%s%s", code, out.String(), errb.String())
-			golden := filepath.Join("testdata", "checkconfig", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("check-config %s differs from %s:\n--- got\n%s--- want\n%s", f, golden, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", "checkconfig", name+".golden"), []byte(got))
 		})
 	}
 }

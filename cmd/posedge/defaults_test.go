@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/posedge/posedge/edge/config"
+	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/sync/replay"
 	"github.com/posedge/posedge/sync/wire"
 )
@@ -22,6 +23,8 @@ func TestConfigDefaultsAreTheOwners(t *testing.T) {
 		{"hq.batch_bytes", c.HQ.BatchBytes, replay.DefaultBatchBytes},
 		{"hq.ack_timeout", c.HQ.AckTimeout.D(), replay.DefaultAckTimeout},
 		{"hq.confirm_after", c.HQ.ConfirmAfter.D(), replay.DefaultConfirmAfter},
+		{"hq.catalog_bucket", c.HQ.CatalogBucket, wire.DefaultCatalogBucket},
+		{"redis.wait_timeout", c.Redis.WaitTimeout.D(), ledger.DefaultWaitTimeout},
 	}
 	for _, tc := range tests {
 		if tc.got != tc.want {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,9 +16,9 @@ import (
 
 	"github.com/posedge/posedge/edge/config"
 	"github.com/posedge/posedge/offline/journal"
-)
 
-var update = flag.Bool("update", false, "rewrite generated files (packaging/systemd/posedge.service)")
+	"github.com/posedge/posedge/internal/testenv/golden"
+)
 
 const packagedUnitFile = "../../packaging/systemd/posedge.service"
 
@@ -27,7 +26,7 @@ const packagedUnitFile = "../../packaging/systemd/posedge.service"
 // packaged paths: one template, two users.
 func TestPackagedUnitIsTheTemplate(t *testing.T) {
 	got := renderUnit(packagedUnit)
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(packagedUnitFile, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -24,31 +24,8 @@ import (
 // Checks by tools nobody here wrote: promtool, systemd-analyze, lintian,
 // Redocly CLI (npm).
 // `make test-tools` (called by `make test`) runs every TestTool* after
-// building the packages. Without a tool the test fails under CI=true and
-// skips elsewhere, saying what to install.
-
-// needTool returns the tool's path, or fails (CI) / skips (elsewhere).
-func needTool(t *testing.T, name, pkg string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	// make test installs it (scripts/test-deps.sh): missing is a failure,
-	// never a silent skip.
-	t.Fatalf("%s not found: scripts/test-deps.sh (make test) installs the Debian package %s", name, pkg)
-	return ""
-}
-
-func runTool(t *testing.T, stdin []byte, name string, args ...string) (string, error) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
+// building the packages. A missing tool fails (testenv.NeedTool), naming
+// the Debian package scripts/test-deps.sh installs.
 
 var (
 	binOnce sync.Once
@@ -88,7 +65,7 @@ var metricsExpectedMissing = map[string]bool{}
 // little, then its real /metrics goes through promtool check metrics, and
 // every posedge_* name the dashboard and the alerts use must be in it.
 func TestToolPromtoolCheckMetrics(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
+	promtool := testenv.NeedTool(t, "promtool", "prometheus")
 	s := testenv.StartStore(t, testenv.StoreOptions{Bin: storeBinaries(t), Terminals: 2})
 	s.PutItem("4006381333931", 350, 100)
 	for i := 0; i < 5; i++ {
@@ -108,7 +85,7 @@ func TestToolPromtoolCheckMetrics(t *testing.T) {
 	if res.StatusCode != 200 || !bytes.Contains(body, []byte("posedge_sales_total")) {
 		t.Fatalf("/metrics: %d\n%.2000s", res.StatusCode, body)
 	}
-	if out, err := runTool(t, body, promtool, "check", "metrics"); err != nil {
+	if out, err := testenv.RunTool(body, promtool, "check", "metrics"); err != nil {
 		t.Fatalf("promtool check metrics: %v\n%s", err, out)
 	}
 
@@ -168,12 +145,12 @@ func usedMetrics(t *testing.T, file string) []string {
 }
 
 func TestToolPromtoolCheckRules(t *testing.T) {
-	promtool := needTool(t, "promtool", "prometheus")
+	promtool := testenv.NeedTool(t, "promtool", "prometheus")
 	dir := "../../packaging/prometheus"
-	if out, err := runTool(t, nil, promtool, "check", "rules", filepath.Join(dir, "posedge-alerts.yml")); err != nil {
+	if out, err := testenv.RunTool(nil, promtool, "check", "rules", filepath.Join(dir, "posedge-alerts.yml")); err != nil {
 		t.Fatalf("promtool check rules: %v\n%s", err, out)
 	}
-	if out, err := runTool(t, nil, promtool, "test", "rules", filepath.Join(dir, "posedge-alerts_test.yml")); err != nil {
+	if out, err := testenv.RunTool(nil, promtool, "test", "rules", filepath.Join(dir, "posedge-alerts_test.yml")); err != nil {
 		t.Fatalf("promtool test rules: %v\n%s", err, out)
 	}
 }
@@ -182,7 +159,7 @@ func TestToolPromtoolCheckRules(t *testing.T) {
 // binary and config that exist (verify checks ExecStart's binary). It
 // exits 0 on unknown keys, so any word it says about the unit fails too.
 func TestToolSystemdAnalyzeVerify(t *testing.T) {
-	sa := needTool(t, "systemd-analyze", "systemd")
+	sa := testenv.NeedTool(t, "systemd-analyze", "systemd")
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "posedge")
 	self, err := os.Executable()
@@ -199,7 +176,7 @@ func TestToolSystemdAnalyzeVerify(t *testing.T) {
 	cfg := writeConfig(t, dir, "127.0.0.1:8081", "/var/lib/posedge/journal.db")
 	for name, unit := range map[string]string{
 		"installed": renderUnit(unitParams{Exe: exe, Config: cfg, Journal: "/var/lib/posedge/journal.db"}),
-		"packaged": strings.Replace(mustRead(t, packagedUnitFile), "ExecStart=/usr/bin/posedge ",
+		"packaged": strings.Replace(testenv.ReadFile(t, packagedUnitFile), "ExecStart=/usr/bin/posedge ",
 			"ExecStart="+exe+" ", 1),
 	} {
 		udir := filepath.Join(dir, name)
@@ -210,7 +187,7 @@ func TestToolSystemdAnalyzeVerify(t *testing.T) {
 		if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, err := runTool(t, nil, sa, "verify", path)
+		out, err := testenv.RunTool(nil, sa, "verify", path)
 		if err != nil || strings.Contains(out, "posedge.service") {
 			t.Errorf("systemd-analyze verify (%s unit): %v\n%s", name, err, out)
 		}
@@ -219,7 +196,7 @@ func TestToolSystemdAnalyzeVerify(t *testing.T) {
 	bad := filepath.Join(dir, "bad", "posedge.service")
 	_ = os.MkdirAll(filepath.Dir(bad), 0o755)
 	_ = os.WriteFile(bad, []byte(strings.Replace(renderUnit(unitParams{Exe: exe, Config: cfg}), "RestartSec=", "RestartSecs=", 1)), 0o644)
-	if out, _ := runTool(t, nil, sa, "verify", bad); !strings.Contains(out, "RestartSecs") {
+	if out, _ := testenv.RunTool(nil, sa, "verify", bad); !strings.Contains(out, "RestartSecs") {
 		t.Errorf("systemd-analyze did not notice a bad key: %s", out)
 	}
 }
@@ -228,7 +205,7 @@ func TestToolSystemdAnalyzeVerify(t *testing.T) {
 // --offline=yes`, installed and packaged alike; the check has teeth: the
 // same unit without its sandbox is far above.
 func TestToolSystemdAnalyzeSecurity(t *testing.T) {
-	sa := needTool(t, "systemd-analyze", "systemd")
+	sa := testenv.NeedTool(t, "systemd-analyze", "systemd")
 	dir := t.TempDir()
 	overall := regexp.MustCompile(`Overall exposure level for posedge\.service: ([0-9.]+)`)
 	score := func(name, unit string) float64 {
@@ -241,7 +218,7 @@ func TestToolSystemdAnalyzeSecurity(t *testing.T) {
 		if err := os.WriteFile(path, []byte(unit), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		out, _ := runTool(t, nil, sa, "security", "--offline=yes", "--no-pager", path)
+		out, _ := testenv.RunTool(nil, sa, "security", "--offline=yes", "--no-pager", path)
 		m := overall.FindStringSubmatch(out)
 		if m == nil {
 			t.Fatalf("systemd-analyze security (%s): no overall level:\n%s", name, out)
@@ -256,7 +233,7 @@ func TestToolSystemdAnalyzeSecurity(t *testing.T) {
 		return f
 	}
 	installed := renderUnit(unitParams{Exe: "/usr/local/bin/posedge", Config: "/etc/posedge/posedge.yaml", Journal: "/srv/posedge/journal.db"})
-	for name, unit := range map[string]string{"packaged": mustRead(t, packagedUnitFile), "installed": installed} {
+	for name, unit := range map[string]string{"packaged": testenv.ReadFile(t, packagedUnitFile), "installed": installed} {
 		if f := score(name, unit); f > 2.0 {
 			t.Errorf("%s unit: exposure %.1f, want at most 2.0", name, f)
 		}
@@ -281,7 +258,7 @@ func TestToolSystemdAnalyzeSecurity(t *testing.T) {
 
 // lintian on the .deb files `make package` built: no errors.
 func TestToolLintian(t *testing.T) {
-	lintian := needTool(t, "lintian", "lintian")
+	lintian := testenv.NeedTool(t, "lintian", "lintian")
 	dist := os.Getenv("POSEDGE_DIST")
 	if dist == "" {
 		t.Skip("POSEDGE_DIST unset: make test-tools builds the packages and sets it")
@@ -292,22 +269,13 @@ func TestToolLintian(t *testing.T) {
 	}
 	for _, deb := range debs {
 		start := time.Now()
-		out, err := runTool(t, nil, lintian, "--fail-on", "error", "--allow-root", deb)
+		out, err := testenv.RunTool(nil, lintian, "--fail-on", "error", "--allow-root", deb)
 		if err != nil {
 			t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
 		} else {
 			t.Logf("lintian %s: no errors (%v)\n%s", filepath.Base(deb), time.Since(start).Round(time.Millisecond), out)
 		}
 	}
-}
-
-func mustRead(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 // redocly is Redocly CLI from the npm registry, installed by `make
@@ -351,7 +319,7 @@ func TestToolRedoclyLint(t *testing.T) {
 		}
 	}
 
-	good := mustRead(t, spec)
+	good := testenv.ReadFile(t, spec)
 	const healthz = "example: {status: ok}"
 	if !strings.Contains(good, healthz) {
 		t.Fatalf("%s: no %q to break", spec, healthz)

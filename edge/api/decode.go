@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
 	"github.com/posedge/posedge/internal/strictjson"
@@ -114,38 +113,28 @@ type rawSale struct {
 	OccurredAt *string         `json:"occurred_at"`
 }
 
-// parseSale decodes and validates a sale body (contract §3).
-func parseSale(b []byte, bd ledger.Bounds) (ledger.SaleRequest, *ledger.Error) {
+// parseSale decodes a sale body (contract §3): its shape only. The
+// ledger validates what it holds, once, in the order of the body's fields.
+func parseSale(b []byte) (ledger.SaleRequest, *ledger.Error) {
 	var raw rawSale
 	if e := decodeStrict(b, &raw); e != nil {
 		return ledger.SaleRequest{}, e
 	}
-	return raw.sale(bd)
+	return raw.sale(), nil
 }
 
-func (raw rawSale) sale(bd ledger.Bounds) (ledger.SaleRequest, *ledger.Error) {
+func (raw rawSale) sale() ledger.SaleRequest {
 	s := ledger.SaleRequest{TotalCents: wholeOrInvalid(raw.TotalCents), Tender: strOrEmpty(raw.Tender),
-		ReceiptNo: strOrEmpty(raw.ReceiptNo), CashierID: strOrEmpty(raw.CashierID), OccurredAt: strOrEmpty(raw.OccurredAt)}
+		ReceiptNo: strOrEmpty(raw.ReceiptNo), CashierID: strOrEmpty(raw.CashierID), OccurredAt: raw.OccurredAt}
 	for _, l := range raw.Lines {
 		s.Lines = append(s.Lines, ledger.Line{Barcode: strOrEmpty(l.Barcode), Qty: wholeOrInvalid(l.Qty), PriceCents: wholeOrInvalid(l.PriceCents)})
 	}
-	if e := s.Validate(bd); e != nil {
-		return ledger.SaleRequest{}, e
-	}
-	if raw.OccurredAt != nil {
-		// Validate takes "" for "now"; a body that sends it explicitly
-		// sent no time at all.
-		t, err := time.Parse(time.RFC3339, *raw.OccurredAt)
-		if err != nil {
-			return ledger.SaleRequest{}, ledger.ErrOccurredAt()
-		}
-		s.OccurredAt = t.UTC().Format(time.RFC3339Nano)
-	}
-	return s, nil
+	return s
 }
 
-// parseRefund decodes and validates a refund body.
-func parseRefund(b []byte, bd ledger.Bounds) (ledger.RefundRequest, *ledger.Error) {
+// parseRefund decodes a refund body: its shape only. A line that sends
+// a price is marked, and the ledger refuses it in body order.
+func parseRefund(b []byte) (ledger.RefundRequest, *ledger.Error) {
 	var raw struct {
 		OriginalFlowNo *string         `json:"original_flow_no"`
 		Lines          []rawLine       `json:"lines"`
@@ -155,33 +144,16 @@ func parseRefund(b []byte, bd ledger.Bounds) (ledger.RefundRequest, *ledger.Erro
 		return ledger.RefundRequest{}, e
 	}
 	r := ledger.RefundRequest{OriginalFlowNo: strOrEmpty(raw.OriginalFlowNo), TotalCents: wholeOrInvalid(raw.TotalCents)}
-	priced := -1 // the first line that sends a price
-	for i, l := range raw.Lines {
-		if l.PriceCents != nil && priced < 0 {
-			priced = i
-		}
-		r.Lines = append(r.Lines, ledger.RefundLine{Barcode: strOrEmpty(l.Barcode), Qty: wholeOrInvalid(l.Qty)})
-	}
-	if priced >= 0 && len(r.Lines) <= ledger.MaxLines {
-		// A priced line is refused after what comes before its price in
-		// the body: the flow number, the lines before it, its barcode
-		// and qty (the first lines alone, with a total yet unchecked).
-		head := ledger.RefundRequest{OriginalFlowNo: r.OriginalFlowNo, Lines: r.Lines[:priced+1]}
-		if e := head.Validate(bd); e != nil {
-			return ledger.RefundRequest{}, e
-		}
-		return ledger.RefundRequest{}, ledger.Errorf(ledger.KindInvalid, "unknown_field", "lines[%d].price_cents: a refund line is priced from the original sale", priced)
-	}
-	if e := r.Validate(bd); e != nil {
-		return ledger.RefundRequest{}, e
+	for _, l := range raw.Lines {
+		r.Lines = append(r.Lines, ledger.RefundLine{Barcode: strOrEmpty(l.Barcode), Qty: wholeOrInvalid(l.Qty), Priced: l.PriceCents != nil})
 	}
 	return r, nil
 }
 
-// parseBatch decodes a batch body; each sale is decoded and validated on
-// its own, its refusal kept beside it (a duplicate key inside one sale
-// refuses that sale, not the batch).
-func parseBatch(b []byte, bd ledger.Bounds) ([]ledger.BatchSale, *ledger.Error) {
+// parseBatch decodes a batch body; each sale is decoded on its own, its
+// refusal kept beside it (a duplicate key inside one sale refuses that
+// sale, not the batch). The ledger validates each sale it records.
+func parseBatch(b []byte) ([]ledger.BatchSale, *ledger.Error) {
 	var raw struct {
 		Sales []json.RawMessage `json:"sales"`
 	}
@@ -210,7 +182,7 @@ func parseBatch(b []byte, bd ledger.Bounds) ([]ledger.BatchSale, *ledger.Error) 
 			continue
 		}
 		out[i].Key = *one.IdempotencyKey
-		out[i].Sale, out[i].Err = one.rawSale.sale(bd)
+		out[i].Sale = one.rawSale.sale()
 	}
 	return out, nil
 }

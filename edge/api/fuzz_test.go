@@ -38,11 +38,11 @@ func checkSale(t *testing.T, s ledger.SaleRequest) {
 	if err := wire.CheckAmounts(lines, s.TotalCents, fuzzMax); err != nil {
 		t.Fatalf("accepted a sale HQ refuses: %v (%+v)", err, s)
 	}
-	if s.OccurredAt != "" {
-		at, err := time.Parse(time.RFC3339Nano, s.OccurredAt)
+	if s.OccurredAt != nil {
+		at, err := time.Parse(time.RFC3339Nano, *s.OccurredAt)
 		if err != nil || at.Before(fuzzBounds.Now.Add(-ledger.OccurredAtPast)) || at.After(fuzzBounds.Now.Add(ledger.OccurredAtFuture)) ||
-			at.UTC().Format(time.RFC3339Nano) != s.OccurredAt {
-			t.Fatalf("accepted occurred_at %q", s.OccurredAt)
+			at.UTC().Format(time.RFC3339Nano) != *s.OccurredAt {
+			t.Fatalf("accepted occurred_at %q", *s.OccurredAt)
 		}
 	}
 	// Re-encoded as the ledger stores and fingerprints it, it reads back
@@ -51,7 +51,7 @@ func checkSale(t *testing.T, s ledger.SaleRequest) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, e := parseSale(b, fuzzBounds)
+	again, e := checkedSale(b, fuzzBounds)
 	if e != nil || !reflect.DeepEqual(normalSale(again), normalSale(s)) || ledger.Fingerprint(again) != ledger.Fingerprint(s) {
 		t.Fatalf("re-encoded sale %s reads as %+v %v, was %+v", b, again, e, s)
 	}
@@ -121,7 +121,7 @@ func saleSeeds(f *testing.F) {
 func FuzzParseSale(f *testing.F) {
 	saleSeeds(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
-		s, e := parseSale(body, fuzzBounds)
+		s, e := checkedSale(body, fuzzBounds)
 		if e != nil {
 			if e.Kind != ledger.KindInvalid || e.Code == "" {
 				t.Fatalf("refusal %+v", e)
@@ -143,7 +143,7 @@ func FuzzParseRefund(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r, e := parseRefund(body, fuzzBounds)
+		r, e := checkedRefund(body, fuzzBounds)
 		if e != nil {
 			if e.Kind != ledger.KindInvalid || e.Code == "" {
 				t.Fatalf("refusal %+v", e)
@@ -162,7 +162,7 @@ func FuzzParseRefund(f *testing.F) {
 		}
 		plainReadsTheSame(t, body, r.TotalCents, lines)
 		b, _ := json.Marshal(r)
-		again, e := parseRefund(b, fuzzBounds)
+		again, e := checkedRefund(b, fuzzBounds)
 		if e != nil || !reflect.DeepEqual(again, r) || ledger.Fingerprint(again) != ledger.Fingerprint(r) {
 			t.Fatalf("re-encoded refund %s reads as %+v %v", b, again, e)
 		}
@@ -175,7 +175,7 @@ func FuzzParseBatch(f *testing.F) {
 	f.Add([]byte(`{"sales":[{"idempotency_key":"w","lines":[{"barcode":"ov","qty":1000000,"price_cents":1000000000000},{"barcode":"ov","qty":1,"price_cents":5000000}],"total_cents":5000100,"tender":"cash","occurred_at":"2026-11-30T11:00:00Z"}]}`))
 	f.Add([]byte(`{"sales":[],"sales":[{}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		sales, e := parseBatch(body, fuzzBounds)
+		sales, e := checkedBatch(body, fuzzBounds)
 		if e != nil {
 			if e.Kind != ledger.KindInvalid || e.Code == "" {
 				t.Fatalf("refusal %+v", e)
@@ -253,7 +253,7 @@ func FuzzBarcode(f *testing.F) {
 		// cannot end a Redis key name early (no ':').
 		body, _ := json.Marshal(map[string]any{"lines": []map[string]any{{"barcode": barcode, "qty": 1, "price_cents": 1}},
 			"total_cents": 1, "tender": "cash"})
-		s, e := parseSale(body, fuzzBounds)
+		s, e := checkedSale(body, fuzzBounds)
 		if ok != (e == nil) {
 			t.Fatalf("barcode %q valid %v, sale refusal %v", barcode, ok, e)
 		}

@@ -3,32 +3,20 @@ package api
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/posedge/posedge/internal/testenv/fakeclock"
 )
-
-// fakeClock is a settable time source.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *fakeClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // One till's batch flood stops at its byte quota (issue 22 finding 6: 50
 // batches of ~1 MB a minute were accepted, each kept 48 h in Redis): 429
 // terminal_bytes_exceeded with Retry-After, nothing more stored in Redis,
 // another till unaffected, the till served again once the window ends.
 func TestTerminalByteQuotaStopsABatchFlood(t *testing.T) {
-	clock := &fakeClock{t: time.Now()}
+	clock := fakeclock.New()
 	const limit = 64 << 10
-	e := newEnv(t, envOpts{quota: NewByteQuota(limit, time.Hour, clock.now, nil)})
+	e := newEnv(t, envOpts{quota: NewByteQuota(limit, time.Hour, clock.Now, nil)})
 	e.putItem("X", 1, 1_000_000)
 	batch := func(n int) map[string]any {
 		var sales []map[string]any
@@ -90,7 +78,7 @@ func TestTerminalByteQuotaStopsABatchFlood(t *testing.T) {
 	if r := e.sale("T02", "t02-own", sale1("X", 1, 1)); r.status != 201 {
 		t.Fatalf("another till's sale: %d %s", r.status, r.body)
 	}
-	clock.add(time.Hour)
+	clock.Advance(time.Hour)
 	if r := e.sale("T01", "next-window", sale1("X", 1, 1)); r.status != 201 {
 		t.Fatalf("T01 in the next window: %d %s", r.status, r.body)
 	}

@@ -211,9 +211,9 @@ func (t *terminalAPI) refund(w http.ResponseWriter, r *http.Request, term string
 }
 
 // money answers a sale or a refund: the required Idempotency-Key, a
-// bounded body, its validation, then the ledger.
+// bounded body, its decoding, then the ledger (which validates it).
 func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term string,
-	parse func([]byte, ledger.Bounds) (R, *ledger.Error),
+	parse func([]byte) (R, *ledger.Error),
 	record func(ctx context.Context, term, key string, req R) (*ledger.Result, error)) {
 	key, e := idemKey(r)
 	if e != nil {
@@ -228,7 +228,7 @@ func money[R any](t *terminalAPI, w http.ResponseWriter, r *http.Request, term s
 	if !t.Quota.charge(w, term, b) {
 		return
 	}
-	req, e := parse(b, t.Ledger.Bounds())
+	req, e := parse(b)
 	if e != nil {
 		fail(w, t.Log, e)
 		return
@@ -255,7 +255,7 @@ func (t *terminalAPI) batch(w http.ResponseWriter, r *http.Request, term string)
 	if !t.Quota.charge(w, term, b) {
 		return
 	}
-	sales, e := parseBatch(b, t.Ledger.Bounds())
+	sales, e := parseBatch(b)
 	if e != nil {
 		fail(w, t.Log, e)
 		return

@@ -22,6 +22,7 @@ import (
 
 	"github.com/posedge/posedge/edge/ratelimit"
 	"github.com/posedge/posedge/internal/cents"
+	"github.com/posedge/posedge/internal/configcheck"
 	"github.com/posedge/posedge/internal/httpguard"
 	"github.com/posedge/posedge/internal/natsurl"
 	"github.com/posedge/posedge/internal/parseguard"
@@ -261,7 +262,7 @@ func parse(b []byte) (Config, error) {
 		return Config{}, fmt.Errorf("parse: %w", err)
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("parse: %s", yamlProblem(err, b))
+		return Config{}, configcheck.Syntax(err, b)
 	}
 	merged := map[string]Policy{}
 	for k, v := range def {
@@ -281,40 +282,13 @@ func parse(b []byte) (Config, error) {
 	return c, nil
 }
 
-// yamlProblem is a YAML syntax error as line, column, the key on that
-// line and the message — never the source lines goccy/go-yaml prints
-// around it, which would show a password next to a typo.
-func yamlProblem(err error, src []byte) string {
-	line, col, msg := secret.YAMLError(err, src)
-	if line == 0 {
-		return msg
-	}
-	where := fmt.Sprintf("line %d, column %d", line, col)
-	if k := secret.KeyAt(src, line); k != "" {
-		where += " (key " + k + ")"
-	}
-	return where + ": " + msg
-}
-
-// FieldError is one problem with one key.
-type FieldError struct {
-	Key string
-	Err string
-}
-
-func (e FieldError) Error() string { return e.Key + ": " + e.Err }
-
-// ValidationError lists every problem found, each naming its key.
-type ValidationError []FieldError
-
-func (v ValidationError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d problem(s):", len(v))
-	for _, e := range v {
-		b.WriteString("\n  - " + e.Error())
-	}
-	return b.String()
-}
+// FieldError is one problem with one key; ValidationError lists every
+// problem found. Both daemons' configs answer in this one style
+// (internal/configcheck).
+type (
+	FieldError      = configcheck.Problem
+	ValidationError = configcheck.Problems
+)
 
 // The per-terminal byte quota (limits.terminal_bytes): by default 4 MiB
 // an hour, four days' worth of a busy till's sales uploaded at once; at
@@ -334,7 +308,7 @@ var (
 // Validate checks every key and reports all problems at once.
 func (c *Config) Validate() error {
 	var errs ValidationError
-	add := func(key, f string, a ...any) { errs = append(errs, FieldError{key, fmt.Sprintf(f, a...)}) }
+	add := errs.Addf
 	durations := map[string]Duration{
 		"redis.timeout": c.Redis.Timeout, "redis.wait_timeout": c.Redis.WaitTimeout,
 		"journal.retention": c.Journal.Retention, "hq.backlog_crit_age": c.HQ.BacklogCritAge,

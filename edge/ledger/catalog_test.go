@@ -66,7 +66,7 @@ func TestApplyCatalog(t *testing.T) {
 		t.Errorf("sale of an inactive item: %v, want unprocessable unknown_item", le)
 	}
 	past := sale1("A", 1, 160)
-	past.OccurredAt = time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	past.OccurredAt = new(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 	if res := e.l.Batch(e.ctx, "T01", []ledger.BatchSale{{Key: "b1", Sale: past}}); res[0].Err != nil {
 		t.Errorf("batch upload of a past sale of an inactive item: %v, want accepted", res[0].Err)
 	}

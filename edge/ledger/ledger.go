@@ -23,6 +23,10 @@ import (
 	"github.com/posedge/posedge/offline/journal"
 )
 
+// DefaultWaitTimeout is redis.wait_timeout's default: how long a money
+// write waits for replicas to acknowledge it (WAIT).
+const DefaultWaitTimeout = 100 * time.Millisecond
+
 // Config of a ledger.
 type Config struct {
 	StoreID        string
@@ -30,7 +34,7 @@ type Config struct {
 	Location       *time.Location
 	RedisTimeout   time.Duration // deadline of one Redis call on the request path
 	MinReplicasAck int           // WAIT for this many replicas after money writes
-	WaitTimeout    time.Duration
+	WaitTimeout    time.Duration // 0 = DefaultWaitTimeout
 	IdemTTL        time.Duration // how long Redis keeps an idempotency record; ≥ 24h
 	MaxSaleCents   int64         // every price, line and total at most this; 0 = cents.DefaultMaxSaleCents
 	// Now is the daemon's clock (nil = time.Now): tests jump it. It dates
@@ -142,7 +146,7 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 		return nil, fmt.Errorf("ledger: RedisTimeout must be set (config redis.timeout)")
 	}
 	if cfg.WaitTimeout <= 0 {
-		cfg.WaitTimeout = 100 * time.Millisecond // WAIT 0 would block for ever
+		cfg.WaitTimeout = DefaultWaitTimeout // WAIT 0 would block for ever
 	}
 	if cfg.MaxSaleCents <= 0 {
 		cfg.MaxSaleCents = cents.DefaultMaxSaleCents

@@ -285,7 +285,7 @@ func TestLedgerProperty(t *testing.T) {
 			var batch []ledger.BatchSale
 			for i := 0; i < 1+rng.Intn(4); i++ {
 				s := randomSale()
-				s.OccurredAt = time.Now().UTC().Add(-time.Duration(rng.Intn(300)) * time.Second).Format(time.RFC3339)
+				s.OccurredAt = new(time.Now().UTC().Add(-time.Duration(rng.Intn(300)) * time.Second).Format(time.RFC3339))
 				batch = append(batch, ledger.BatchSale{Key: key(), Sale: s})
 			}
 			for i, res := range e.l.Batch(e.ctx, term, batch) {
@@ -370,7 +370,7 @@ func TestLedgerProperty(t *testing.T) {
 				other := *d.sale
 				other.Tender = map[bool]string{true: "card", false: "cash"}[other.Tender == "cash"]
 				_, err = e.l.Sale(e.ctx, d.term, d.key, other)
-			case d.sale != nil && d.sale.OccurredAt != "":
+			case d.sale != nil && d.sale.OccurredAt != nil:
 				out := e.l.Batch(e.ctx, d.term, []ledger.BatchSale{{Key: d.key, Sale: *d.sale}})
 				r = out[0].Result
 				if out[0].Err != nil {

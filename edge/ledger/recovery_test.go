@@ -206,7 +206,7 @@ func TestRecoveredSaleKeepsItsBusinessDay(t *testing.T) {
 	e.jPath = filepath.Join(t.TempDir(), "lost.db") // the crashed daemon's journal, lost
 	e.restart(journal.Options{})
 	req := sale1("A", 1, 150)
-	req.OccurredAt = at.Format(time.RFC3339)
+	req.OccurredAt = new(at.Format(time.RFC3339))
 	e.mustSale("T01", "lost", req)
 	e.waitCompleted("T01:lost")
 	names, err := e.rdb.Keys(e.ctx, "*idem:T01:lost").Result()

@@ -78,7 +78,9 @@ type SaleRequest struct {
 	Tender     string `json:"tender"`
 	ReceiptNo  string `json:"receipt_no,omitempty"`
 	CashierID  string `json:"cashier_id,omitempty"`
-	OccurredAt string `json:"occurred_at,omitempty"` // RFC3339; "" = now
+	// OccurredAt is RFC3339; nil = now. A till that sends "" sent no
+	// time at all: refused, so it is a pointer, not a string's zero.
+	OccurredAt *string `json:"occurred_at,omitempty"`
 }
 
 // RefundRequest is a refund as a terminal asks for it.
@@ -92,6 +94,11 @@ type RefundRequest struct {
 type RefundLine struct {
 	Barcode string `json:"barcode"`
 	Qty     int64  `json:"qty"`
+	// Priced is set when the till sent a price_cents for this line: a
+	// refund line is priced from the original sale, so Validate refuses
+	// it as unknown_field, in the order of the body's fields. Not part
+	// of the fingerprint (a priced line is never recorded).
+	Priced bool `json:"-"`
 }
 
 // BatchSale is one sale of a batch upload, with its own key.
@@ -142,16 +149,31 @@ func (s SaleRequest) Validate(b Bounds) *Error {
 	if len(s.CashierID) > 32 {
 		return Errorf(KindInvalid, "invalid_cashier_id", "cashier_id is at most 32 bytes")
 	}
-	if s.OccurredAt != "" {
-		at, err := time.Parse(time.RFC3339, s.OccurredAt)
+	if s.OccurredAt != nil {
+		at, err := time.Parse(time.RFC3339, *s.OccurredAt)
 		if err != nil {
-			return ErrOccurredAt()
+			return errOccurredAt()
 		}
 		if e := occurredAtWindow(at, b.now()); e != nil {
 			return e
 		}
 	}
 	return nil
+}
+
+// Checked validates a sale and returns it as the ledger records and
+// fingerprints it: occurred_at in UTC (RFC3339Nano), so the same instant
+// sent with two offsets is one request.
+func (s SaleRequest) Checked(b Bounds) (SaleRequest, *Error) {
+	if e := s.Validate(b); e != nil {
+		return SaleRequest{}, e
+	}
+	if s.OccurredAt != nil {
+		t, _ := time.Parse(time.RFC3339, *s.OccurredAt) // Validate parsed it
+		at := t.UTC().Format(time.RFC3339Nano)
+		s.OccurredAt = &at
+	}
+	return s, nil
 }
 
 // amounts is the money of a sale's lines, as internal/cents checks it.
@@ -199,8 +221,8 @@ func occurredAtWindow(at, now time.Time) *Error {
 	return nil
 }
 
-// ErrOccurredAt is the refusal of an occurred_at that is not RFC3339.
-func ErrOccurredAt() *Error {
+// errOccurredAt is the refusal of an occurred_at that is not RFC3339.
+func errOccurredAt() *Error {
 	return Errorf(KindInvalid, "invalid_occurred_at", "occurred_at must be RFC3339, e.g. 2026-11-30T10:00:00Z")
 }
 
@@ -216,6 +238,9 @@ func (r RefundRequest) Validate(b Bounds) *Error {
 	for i, l := range r.Lines {
 		if e := validLine(i, l.Barcode, l.Qty); e != nil {
 			return e
+		}
+		if l.Priced {
+			return Errorf(KindInvalid, "unknown_field", "lines[%d].price_cents: a refund line is priced from the original sale", i)
 		}
 	}
 	if r.TotalCents < 0 || r.TotalCents > b.max() {

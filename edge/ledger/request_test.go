@@ -21,12 +21,12 @@ func TestSaleValidate(t *testing.T) {
 	withReceipt := sale(100, line("A", 1, 100))
 	withReceipt.ReceiptNo = strings.Repeat("r", 65)
 	badTime := sale(100, line("A", 1, 100))
-	badTime.OccurredAt = "yesterday"
+	badTime.OccurredAt = new("yesterday")
 	goodTime := sale(100, line("A", 1, 100))
-	goodTime.OccurredAt = "2026-11-30T10:00:00+02:00"
+	goodTime.OccurredAt = new("2026-11-30T10:00:00+02:00")
 	at := func(t string) ledger.SaleRequest {
 		s := sale(100, line("A", 1, 100))
-		s.OccurredAt = t
+		s.OccurredAt = new(t)
 		return s
 	}
 	// The batch: 21 lines whose qty × price sum to 2^64 + 5,000,100.
@@ -101,6 +101,47 @@ func TestRefundValidate(t *testing.T) {
 	for _, tt := range tests {
 		e := tt.r.Validate(ledger.Bounds{MaxSaleCents: 1000})
 		if (tt.code == "") != (e == nil) || (e != nil && e.Code != tt.code) {
+			t.Errorf("%s: got %v, want %q", tt.name, e, tt.code)
+		}
+	}
+}
+
+// Checked is the sale as the ledger records and fingerprints it: one
+// instant sent with two offsets is one request.
+func TestSaleCheckedNormalizesOccurredAt(t *testing.T) {
+	bounds := ledger.Bounds{Now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	sale := func(at string) ledger.SaleRequest {
+		return ledger.SaleRequest{Lines: []ledger.Line{{Barcode: "A", Qty: 2, PriceCents: 100}}, TotalCents: 200, Tender: "card", OccurredAt: new(at)}
+	}
+	a, e := sale("2026-11-30T10:00:00+02:00").Checked(bounds)
+	if e != nil || a.OccurredAt == nil || *a.OccurredAt != "2026-11-30T08:00:00Z" {
+		t.Fatalf("%+v %v", a, e)
+	}
+	b, e := sale("2026-11-30T08:00:00Z").Checked(bounds)
+	if e != nil || ledger.Fingerprint(a) != ledger.Fingerprint(b) {
+		t.Fatalf("one instant, two fingerprints: %+v %+v %v", a, b, e)
+	}
+	if _, e := sale("").Checked(bounds); e == nil || e.Code != "invalid_occurred_at" {
+		t.Fatalf("an empty occurred_at: %v, want invalid_occurred_at", e)
+	}
+}
+
+// A refund line the till priced is refused where its price stands in the
+// body: after the flow number and the lines before it, before the total.
+func TestRefundValidatePricedLine(t *testing.T) {
+	priced := []ledger.RefundLine{{Barcode: "A", Qty: 1}, {Barcode: "B", Qty: 1, Priced: true}}
+	tests := []struct {
+		name string
+		r    ledger.RefundRequest
+		code string
+	}{
+		{"priced line", ledger.RefundRequest{OriginalFlowNo: "1", Lines: priced, TotalCents: 5}, "unknown_field"},
+		{"priced line before a bad total", ledger.RefundRequest{OriginalFlowNo: "1", Lines: priced, TotalCents: -5}, "unknown_field"},
+		{"bad flow number first", ledger.RefundRequest{OriginalFlowNo: "x", Lines: priced, TotalCents: 5}, "invalid_flow_no"},
+		{"bad earlier line first", ledger.RefundRequest{OriginalFlowNo: "1", Lines: []ledger.RefundLine{{Barcode: "A B", Qty: 1}, {Barcode: "B", Qty: 1, Priced: true}}}, "invalid_barcode"},
+	}
+	for _, tt := range tests {
+		if e := tt.r.Validate(ledger.Bounds{MaxSaleCents: 1000}); e == nil || e.Code != tt.code {
 			t.Errorf("%s: got %v, want %q", tt.name, e, tt.code)
 		}
 	}

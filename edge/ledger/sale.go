@@ -20,7 +20,8 @@ func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mo
 	if e := validKey(key); e != nil {
 		return nil, e
 	}
-	if e := s.Validate(l.Bounds()); e != nil {
+	s, e := s.Checked(l.Bounds())
+	if e != nil {
 		return nil, e
 	}
 	if e := l.journalDamaged(); e != nil {
@@ -36,8 +37,8 @@ func (l *Ledger) record(ctx context.Context, term, key string, s SaleRequest, mo
 	}
 	now := l.now().UTC()
 	at := now
-	if s.OccurredAt != "" {
-		if t, err := time.Parse(time.RFC3339Nano, s.OccurredAt); err == nil {
+	if s.OccurredAt != nil {
+		if t, err := time.Parse(time.RFC3339Nano, *s.OccurredAt); err == nil {
 			at = t
 		}
 	}

@@ -2,8 +2,6 @@ package status
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,9 +9,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/posedge/posedge/edge/health"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+	"github.com/posedge/posedge/internal/testenv/golden"
+)
 
 // The technician's screen, as golden files: go test ./edge/status -update
 // rewrites them; review the diff like any other change.
@@ -67,19 +65,7 @@ func TestRenderGolden(t *testing.T) {
 			if err := Render(&b, r); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./edge/status -update to create it)", err)
-			}
-			if !bytes.Equal(b.Bytes(), want) {
-				t.Errorf("output differs from %s (go test ./edge/status -update rewrites it):\n--- got\n%s--- want\n%s", golden, b.String(), want)
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden"), b.Bytes())
 			// One screen: 24 lines of at most 100 columns, OK/WARN/CRIT
 			// at the start of every check line.
 			lines := strings.Split(strings.TrimRight(b.String(), "\n"), "\n")

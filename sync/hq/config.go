@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/internal/cents"
+	"github.com/posedge/posedge/internal/configcheck"
 
 	"github.com/goccy/go-yaml"
 	"github.com/jackc/pgx/v5"
@@ -43,7 +44,7 @@ const (
 	DefaultStreamMaxBytes          = 16 << 30
 	minStreamMaxBytes              = 1 << 20
 	minStreamMaxMsgsPerSubject     = 100
-	DefaultCatalogBucket           = "POS_CATALOG"
+	DefaultCatalogBucket           = wire.DefaultCatalogBucket // the store follows the same bucket
 	maxBatchSize                   = 10000
 )
 
@@ -152,48 +153,13 @@ type fileTLSConfig struct {
 	KeyFile  *string `yaml:"key_file"`
 }
 
-// ConfigError is one problem with one key of the config file.
-type ConfigError struct {
-	File  string
-	Key   string // e.g. "admin.listen"; empty for a syntax error
-	Value string
-	Err   error
-}
-
-func (e *ConfigError) Error() string {
-	switch {
-	case e.Key == "":
-		return fmt.Sprintf("%s: %v", e.File, e.Err)
-	case e.Value == "":
-		return fmt.Sprintf("%s: %s: %v", e.File, e.Key, e.Err)
-	default:
-		return fmt.Sprintf("%s: %s: %q: %v", e.File, e.Key, e.Value, e.Err)
-	}
-}
-
-func (e *ConfigError) Unwrap() error { return e.Err }
-
-// ValidationError lists every problem found in a config file.
-type ValidationError struct {
-	Problems []*ConfigError
-}
-
-func (e *ValidationError) Error() string {
-	msgs := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		msgs[i] = p.Error()
-	}
-	return strings.Join(msgs, "\n")
-}
-
-// Unwrap lets errors.As find each problem.
-func (e *ValidationError) Unwrap() []error {
-	errs := make([]error, len(e.Problems))
-	for i, p := range e.Problems {
-		errs[i] = p
-	}
-	return errs
-}
+// ConfigError is one problem with one key of the config file;
+// ValidationError is every problem found, reported at once. posedge's
+// config answers in the same style (internal/configcheck).
+type (
+	ConfigError     = configcheck.Problem
+	ValidationError = configcheck.Problems
+)
 
 // LoadConfig reads, parses and validates the YAML config at path. Every
 // problem is reported at once, each naming the file and the key.
@@ -220,20 +186,11 @@ func ParseConfig(file string, data []byte) (Config, error) {
 		if errors.As(err, &pe) {
 			return Config{}, err
 		}
-		// goccy/go-yaml errors are "[line:col] message" followed by the
-		// source, which may show a secret next to the typo: keep the
-		// position and the message only, in the usual file:line:col form.
-		line, col, msg := secret.YAMLError(err, data)
-		if line > 0 {
-			if strings.Contains(msg, "cannot unmarshal") {
-				msg = "wrong type of value: " + msg
-			}
-			return Config{}, &ValidationError{Problems: []*ConfigError{{
-				File: fmt.Sprintf("%s:%d:%d", file, line, col), Err: errors.New(msg)}}}
-		}
-		return Config{}, &ValidationError{Problems: []*ConfigError{{File: file, Err: errors.New(msg)}}}
+		// Line, column and key, never the source lines goccy/go-yaml
+		// prints around them (a secret may stand next to the typo).
+		return Config{}, fmt.Errorf("%s: %w", file, configcheck.Syntax(err, data))
 	}
-	v := validator{file: file}
+	var v validator
 	c := DefaultConfig()
 	str := func(dst *string, src *string) {
 		if src != nil {
@@ -300,19 +257,16 @@ func ParseConfig(file string, data []byte) (Config, error) {
 	}
 	c.validate(&v)
 	if len(v.problems) > 0 {
-		return Config{}, &ValidationError{Problems: v.problems}
+		return Config{}, fmt.Errorf("%s: %w", file, v.problems)
 	}
 	return c, nil
 }
 
 type validator struct {
-	file     string
-	problems []*ConfigError
+	problems configcheck.Problems
 }
 
-func (v *validator) add(key, value string, err error) {
-	v.problems = append(v.problems, &ConfigError{File: v.file, Key: key, Value: value, Err: err})
-}
+func (v *validator) add(key, value string, err error) { v.problems.Add(key, value, err) }
 
 func (v *validator) duration(dst *time.Duration, key string, src *string, min, max time.Duration) {
 	if src == nil {

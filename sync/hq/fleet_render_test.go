@@ -2,35 +2,15 @@ package hq_test
 
 import (
 	"bytes"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/posedge/posedge/sync/hq"
 	"github.com/posedge/posedge/sync/hqdb"
+
+	"github.com/posedge/posedge/internal/testenv/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files of the fleet table")
-
-// golden compares got with testdata/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to write it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs:\ngot:\n%s\nwant:\n%s", name, got, want)
-	}
-}
 
 // The table an HQ engineer reads: worst first (silent, incomplete,
 // conflicting, old version, clock off, then the healthy ones by ID), each
@@ -58,7 +38,7 @@ func TestRenderFleetGolden(t *testing.T) {
 	if err := hq.RenderFleet(&b, ls, now); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "stores.golden", b.Bytes())
+	golden.Check(t, filepath.Join("testdata", "stores.golden"), b.Bytes())
 	if hq.FleetOK(ls) {
 		t.Error("FleetOK with silent, incomplete and conflicting stores")
 	}

@@ -1,7 +1,6 @@
 package hqdb
 
 import (
-	"context"
 	"encoding/json"
 	"time"
 )
@@ -131,20 +130,6 @@ func AssembleFleet(rows []FleetRow, rep Report, now time.Time, silentAfter time.
 		out = append(out, e)
 	}
 	return out
-}
-
-// FleetFrom reads the fleet through a backend's row reader and its
-// completeness report.
-func FleetFrom(ctx context.Context, s Store, rows func(context.Context) ([]FleetRow, error), now time.Time, silentAfter time.Duration) ([]StoreEntry, error) {
-	rs, err := rows(ctx)
-	if err != nil {
-		return nil, err
-	}
-	rep, err := s.Completeness(ctx, now)
-	if err != nil {
-		return nil, err
-	}
-	return AssembleFleet(rs, rep, now, silentAfter), nil
 }
 
 // FleetSelect reads the rows of FleetRow: each store with its last

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// decodeTxn decodes a body that checkKeys accepted (valid JSON, no key
+// decodeTxn decodes a body that checkJSONKeys accepted (valid JSON, no key
 // twice, no field name in another case) as json.Unmarshal would into a
 // Txn, without reflection, for the bodies posedge writes: an object
 // whose strings need no unescaping and whose numbers are plain integers.
@@ -212,7 +212,7 @@ func (r *txnReader) lines(dst *[]Line) bool {
 }
 
 // skip steps over a value of a key Txn does not decode; the text is
-// valid JSON (checkKeys said so), so only strings and nesting matter.
+// valid JSON (checkJSONKeys said so), so only strings and nesting matter.
 func (r *txnReader) skip() bool {
 	r.space()
 	if r.i >= len(r.b) {

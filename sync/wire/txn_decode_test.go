@@ -30,14 +30,14 @@ var decodeSeeds = []string{
 }
 
 // fastTxn decodes as json.Unmarshal does, or leaves the body to it: on
-// every body checkKeys accepts, a fast result equals Unmarshal's, and
+// every body checkJSONKeys accepts, a fast result equals Unmarshal's, and
 // Unmarshal accepts it.
 func FuzzDecodeTxnAgreesWithUnmarshal(f *testing.F) {
 	for _, s := range decodeSeeds {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if checkKeys(body, txnFields) != nil {
+		if checkJSONKeys(body, txnFields) != nil {
 			return
 		}
 		fast, ok := fastTxn(body)
@@ -58,7 +58,7 @@ func TestDecodeTxnAgreesWithUnmarshalOnSeeds(t *testing.T) {
 	fastOnes := 0
 	for _, s := range decodeSeeds {
 		body := []byte(s)
-		if checkKeys(body, txnFields) != nil {
+		if checkJSONKeys(body, txnFields) != nil {
 			continue
 		}
 		got, gotErr := decodeTxn(body)

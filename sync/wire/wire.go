@@ -16,6 +16,9 @@ const (
 
 	DefaultSubjectPrefix = "pos.txn"
 	DefaultStream        = "POS_TXN"
+	// DefaultCatalogBucket is the item master's key-value bucket: HQ
+	// writes it, every store follows it (hq.catalog_bucket on both).
+	DefaultCatalogBucket = "POS_CATALOG"
 
 	// HaveSubjectPrefix is where posedge-hq answers "which of these flow
 	// numbers do you hold for my store?". It lies outside the stream's
@@ -113,7 +116,7 @@ func ParseTxn(body []byte) (t Txn, err error) {
 
 func parseTxn(body []byte) (Txn, error) {
 	var t Txn
-	if err := checkKeys(body, txnFields); err != nil {
+	if err := checkJSONKeys(body, txnFields); err != nil {
 		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	t, err := decodeTxn(body)

@@ -15,97 +15,10 @@ import (
 	"github.com/posedge/posedge/sync/hqdb"
 )
 
-var postgresSchema = []string{
-	`CREATE TABLE IF NOT EXISTS hq_schema (version INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS transactions (
-		store_id      TEXT NOT NULL,
-		flow_no       TEXT NOT NULL,
-		terminal_id   TEXT NOT NULL,
-		kind          TEXT NOT NULL,
-		total_cents   BIGINT NOT NULL,
-		created_at    TIMESTAMPTZ NOT NULL,
-		body          JSON NOT NULL,
-		received_at   TIMESTAMPTZ NOT NULL,
-		business_date TEXT NOT NULL,
-		PRIMARY KEY (store_id, flow_no)
-	)`,
-	`CREATE TABLE IF NOT EXISTS day_totals (
-		store_id      TEXT NOT NULL,
-		terminal_id   TEXT NOT NULL,
-		business_date TEXT NOT NULL,
-		sales         BIGINT NOT NULL,
-		sales_cents   BIGINT NOT NULL,
-		refunds       BIGINT NOT NULL,
-		refund_cents  BIGINT NOT NULL,
-		PRIMARY KEY (store_id, terminal_id, business_date)
-	)`,
-	`CREATE TABLE IF NOT EXISTS conflicts (
-		store_id    TEXT NOT NULL,
-		flow_no     TEXT NOT NULL,
-		body_sha256 TEXT NOT NULL,
-		terminal_id TEXT NOT NULL,
-		kind        TEXT NOT NULL,
-		total_cents BIGINT NOT NULL,
-		created_at  TIMESTAMPTZ NOT NULL,
-		body        JSON NOT NULL,
-		received_at TIMESTAMPTZ NOT NULL,
-		PRIMARY KEY (store_id, flow_no, body_sha256)
-	)`,
-	`CREATE TABLE IF NOT EXISTS stock_adjustments (
-		store_id      TEXT NOT NULL,
-		adjustment_id TEXT NOT NULL,
-		barcode       TEXT NOT NULL,
-		delta         BIGINT NOT NULL,
-		reason        TEXT NOT NULL,
-		created_at    TIMESTAMPTZ NOT NULL,
-		body          JSON NOT NULL,
-		received_at   TIMESTAMPTZ NOT NULL,
-		PRIMARY KEY (store_id, adjustment_id)
-	)`,
-	`CREATE TABLE IF NOT EXISTS quarantine (
-		store_id    TEXT NOT NULL,
-		flow_no     TEXT NOT NULL,
-		body_sha256 TEXT NOT NULL,
-		reason      TEXT NOT NULL,
-		detail      TEXT NOT NULL,
-		body        TEXT NOT NULL,
-		received_at TIMESTAMPTZ NOT NULL,
-		PRIMARY KEY (store_id, flow_no, body_sha256)
-	)`,
-	`CREATE TABLE IF NOT EXISTS manifests (
-		store_id      TEXT NOT NULL,
-		terminal_id   TEXT NOT NULL,
-		date          TEXT NOT NULL,
-		sales         BIGINT NOT NULL,
-		sales_cents   BIGINT NOT NULL,
-		refunds       BIGINT NOT NULL,
-		refund_cents  BIGINT NOT NULL,
-		first_flow_no TEXT NOT NULL,
-		last_flow_no  TEXT NOT NULL,
-		sent_at       TIMESTAMPTZ NOT NULL,
-		received_at   TIMESTAMPTZ NOT NULL,
-		body          JSON NOT NULL,
-		PRIMARY KEY (store_id, terminal_id, date)
-	)`,
-	`CREATE TABLE IF NOT EXISTS heartbeats (
-		store_id      TEXT NOT NULL PRIMARY KEY,
-		sent_at       TIMESTAMPTZ NOT NULL,
-		received_at   TIMESTAMPTZ NOT NULL,
-		backlog       BIGINT NOT NULL,
-		oldest_unsent TEXT NOT NULL,
-		version       TEXT NOT NULL,
-		body          JSON NOT NULL
-	)`,
-	`CREATE TABLE IF NOT EXISTS stores (
-		store_id         TEXT NOT NULL PRIMARY KEY,
-		txn_count        BIGINT NOT NULL,
-		max_flow_no      TEXT NOT NULL,
-		last_created_at  TIMESTAMPTZ,
-		last_received_at TIMESTAMPTZ,
-		last_seen_at     TIMESTAMPTZ NOT NULL
-	)`,
-	pgNeedsCareFunc,
-}
+// postgresSchema is HQ's tables in PostgreSQL's types, and the function
+// the one-round-trip ingest raises to fall back (pgingest.go).
+var postgresSchema = append(hqdb.Schema(hqdb.ColumnTypes{Int: "BIGINT", Time: "TIMESTAMPTZ", NullTime: "TIMESTAMPTZ", JSON: "JSON"}),
+	pgNeedsCareFunc)
 
 // schemaLock is the advisory lock key that serialises schema creation
 // among posedge-hq processes starting together.
@@ -114,6 +27,7 @@ const schemaLock = 0x706f736564676501
 // Store keeps HQ's tables in PostgreSQL; any number of
 // posedge-hq processes may share one database.
 type Store struct {
+	hqdb.Reader
 	pool *pgxpool.Pool
 	opts hqdb.StoreOptions
 	// careful counts the batches that could not be stored in one round
@@ -136,6 +50,15 @@ func Open(ctx context.Context, url string, opts hqdb.StoreOptions) (*Store, erro
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s := &Store{pool: pool, opts: opts}
+	s.Reader = hqdb.Reader{Scan: scan(), SilentAfter: opts.SilentAfter,
+		Query: func(ctx context.Context, q string, args ...any) (hqdb.ClosingRows, error) {
+			rows, err := pool.Query(ctx, hqdb.Rebind(q), args...)
+			if err != nil {
+				return nil, err
+			}
+			return closingRows{rows}, nil
+		},
+		TimeArg: func(t time.Time) any { return t }}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres %s@%s/%s: %w", cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
@@ -155,17 +78,17 @@ func (s *Store) migrate(ctx context.Context) error {
 		}
 		var v int
 		err := tx.QueryRow(ctx, "SELECT version FROM hq_schema").Scan(&v)
-		switch {
-		case errors.Is(err, pgx.ErrNoRows):
+		found := !errors.Is(err, pgx.ErrNoRows)
+		if !found {
+			err = nil
+		}
+		record, err := hqdb.CheckSchemaVersion(v, found, err)
+		if record {
 			if _, err := tx.Exec(ctx, "INSERT INTO hq_schema (version) VALUES ($1)", hqdb.SchemaVersion); err != nil {
 				return fmt.Errorf("record schema version: %w", err)
 			}
-		case err != nil:
-			return fmt.Errorf("read schema version: %w", err)
-		case v > hqdb.SchemaVersion:
-			return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, hqdb.SchemaVersion)
 		}
-		return nil
+		return err
 	})
 }
 
@@ -184,6 +107,15 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
+// The one-row statements shared with SQLite, in PostgreSQL's placeholders.
+var (
+	pgInsertConflict   = hqdb.Rebind(hqdb.InsertConflictSQL)
+	pgInsertQuarantine = hqdb.Rebind(hqdb.InsertQuarantineSQL)
+	pgInsertAdjustment = hqdb.Rebind(hqdb.InsertAdjustmentSQL)
+	pgUpsertManifest   = hqdb.Rebind(hqdb.UpsertManifestSQL)
+	pgUpsertHeartbeat  = hqdb.Rebind(hqdb.UpsertHeartbeatSQL)
+)
+
 const (
 	pgInsertTxns = `INSERT INTO transactions
 		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date)
@@ -194,12 +126,6 @@ const (
 		RETURNING store_id, flow_no`
 	pgStoredBodies = `SELECT store_id, flow_no, body::text FROM transactions
 		WHERE (store_id, flow_no) IN (SELECT * FROM unnest($1::text[], $2::text[]))`
-	pgInsertConflict = `INSERT INTO conflicts
-		(store_id, flow_no, body_sha256, terminal_id, kind, total_cents, created_at, body, received_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8::json, $9) ON CONFLICT DO NOTHING`
-	pgInsertQuarantine = `INSERT INTO quarantine
-		(store_id, flow_no, body_sha256, reason, detail, body, received_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
 	// The day rows a batch adds to, locked (in key order, as the upsert
 	// takes them) until the batch commits: another posedge-hq adding to
 	// the same day waits and then reads the sum this batch leaves.
@@ -207,22 +133,6 @@ const (
 		FROM day_totals WHERE (store_id, terminal_id, business_date) IN
 			(SELECT * FROM unnest($1::text[], $2::text[], $3::text[]))
 		ORDER BY store_id, terminal_id, business_date FOR UPDATE`
-	pgUpsertManifest = `INSERT INTO manifests
-		(store_id, terminal_id, date, sales, sales_cents, refunds, refund_cents, first_flow_no, last_flow_no, sent_at, received_at, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::json)
-		ON CONFLICT (store_id, terminal_id, date) DO UPDATE SET
-			sales = excluded.sales, sales_cents = excluded.sales_cents,
-			refunds = excluded.refunds, refund_cents = excluded.refund_cents,
-			first_flow_no = excluded.first_flow_no, last_flow_no = excluded.last_flow_no,
-			sent_at = excluded.sent_at, received_at = excluded.received_at, body = excluded.body
-		WHERE excluded.sent_at > manifests.sent_at`
-	pgUpsertHeartbeat = `INSERT INTO heartbeats
-		(store_id, sent_at, received_at, backlog, oldest_unsent, version, body)
-		VALUES ($1, $2, $3, $4, $5, $6, $7::json)
-		ON CONFLICT (store_id) DO UPDATE SET
-			sent_at = excluded.sent_at, received_at = excluded.received_at, backlog = excluded.backlog,
-			oldest_unsent = excluded.oldest_unsent, version = excluded.version, body = excluded.body
-		WHERE excluded.sent_at > heartbeats.sent_at`
 	// pgStoresMerge adds a batch's rows to a store's counts: the one
 	// rule for both insert paths (pgUpsertStores and pgIngest).
 	pgStoresMerge = `
@@ -241,10 +151,7 @@ const (
 ` + pgStoresMerge
 	pgUpsertDays = `INSERT INTO day_totals
 		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
-		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])
-		ON CONFLICT (store_id, terminal_id, business_date) DO UPDATE SET
-			sales = day_totals.sales + excluded.sales, sales_cents = day_totals.sales_cents + excluded.sales_cents,
-			refunds = day_totals.refunds + excluded.refunds, refund_cents = day_totals.refund_cents + excluded.refund_cents`
+		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])` + hqdb.DayTotalsAdd
 )
 
 // pgRetries is how often a batch is retried after a deadlock or a
@@ -520,21 +427,6 @@ func (s *Store) quarantine(ctx context.Context, tx pgx.Tx, msgs []hqdb.Msg, out 
 	return nil
 }
 
-// Quarantined lists the quarantined transactions of storeID.
-func (s *Store) Quarantined(ctx context.Context, storeID string) ([]hqdb.StoredQuarantine, error) {
-	rows, err := s.pool.Query(ctx, `SELECT store_id, flow_no, reason, detail, body, received_at FROM quarantine
-		WHERE store_id = $1 ORDER BY received_at, flow_no`, storeID)
-	if err != nil {
-		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
-	}
-	defer rows.Close()
-	out, err := scan().Quarantine(rows)
-	if err != nil {
-		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
-	}
-	return out, nil
-}
-
 // Have returns those of flowNos stored for storeID, in the order asked.
 func (s *Store) Have(ctx context.Context, storeID string, flowNos []string) ([]string, error) {
 	rows, err := s.pool.Query(ctx, // A row HQ set aside in its quarantine is held too (as on SQLite).
@@ -552,87 +444,13 @@ func (s *Store) Have(ctx context.Context, storeID string, flowNos []string) ([]s
 	return hqdb.InOrder(flowNos, held), nil
 }
 
-// Transaction returns the stored body of one transaction.
-func (s *Store) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
-	var body string
-	err := s.pool.QueryRow(ctx, "SELECT body::text FROM transactions WHERE store_id = $1 AND flow_no = $2", storeID, flowNo).Scan(&body)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, hqdb.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, err)
-	}
-	return []byte(body), nil
-}
+// closingRows are pgx rows as hqdb.Reader closes them: Close reports
+// the rows' error, as database/sql's does.
+type closingRows struct{ pgx.Rows }
 
-// Conflicts lists the conflicting bodies received for storeID.
-func (s *Store) Conflicts(ctx context.Context, storeID string) ([]hqdb.StoredConflict, error) {
-	rows, err := s.pool.Query(ctx, `SELECT store_id, flow_no, body::text, received_at FROM conflicts
-		WHERE store_id = $1 ORDER BY received_at, flow_no`, storeID)
-	if err != nil {
-		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
-	}
-	defer rows.Close()
-	out, err := scan().Conflicts(rows)
-	if err != nil {
-		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
-	}
-	return out, nil
-}
-
-// Watermark is the high-water mark of one store.
-func (s *Store) Watermark(ctx context.Context, storeID string) (hqdb.Watermark, error) {
-	ws, err := s.watermarks(ctx, hqdb.WatermarksSelect+" WHERE store_id = $1", storeID)
-	if err != nil || len(ws) == 0 {
-		return hqdb.Watermark{StoreID: storeID}, err
-	}
-	return ws[0], nil
-}
-
-// Watermarks lists every known store's high-water mark.
-func (s *Store) Watermarks(ctx context.Context) ([]hqdb.Watermark, error) {
-	return s.watermarks(ctx, hqdb.WatermarksSelect+" ORDER BY store_id")
-}
-
-func (s *Store) watermarks(ctx context.Context, q string, args ...any) ([]hqdb.Watermark, error) {
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read watermarks: %w", err)
-	}
-	defer rows.Close()
-	ws, err := scan().Watermarks(rows)
-	if err != nil {
-		return nil, fmt.Errorf("read watermarks: %w", err)
-	}
-	return ws, nil
-}
-
-// Completeness compares manifests with the stored rows and lists the
-// stores silent for longer than SilentAfter at now.
-func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, error) {
-	rep := hqdb.Report{GeneratedAt: now.UTC(), Incomplete: []hqdb.DayDiff{}, Silent: []hqdb.SilentStore{}}
-	rows, err := s.pool.Query(ctx, hqdb.CompletenessSelect)
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	days, err := scan().Days(rows)
-	rows.Close()
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	rep.Incomplete = hqdb.DiffDays(days)
-	rows, err = s.pool.Query(ctx, "SELECT store_id, last_seen_at FROM stores WHERE last_seen_at < $1 ORDER BY store_id",
-		now.Add(-s.opts.SilentAfter))
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	defer rows.Close()
-	silents, err := scan().Silent(rows, now)
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	rep.Silent = append(rep.Silent, silents...)
-	return rep, nil
+func (r closingRows) Close() error {
+	r.Rows.Close()
+	return r.Rows.Err()
 }
 
 // scan reads the shared SELECTs with pgx's time.Time columns.

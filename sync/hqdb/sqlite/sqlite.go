@@ -17,107 +17,21 @@ import (
 	_ "modernc.org/sqlite"
 )
 
-var sqliteSchema = []string{
-	`CREATE TABLE IF NOT EXISTS hq_schema (version INTEGER NOT NULL)`,
-	`CREATE TABLE IF NOT EXISTS transactions (
-		store_id      TEXT NOT NULL,
-		flow_no       TEXT NOT NULL,
-		terminal_id   TEXT NOT NULL,
-		kind          TEXT NOT NULL,
-		total_cents   INTEGER NOT NULL,
-		created_at    TEXT NOT NULL,
-		body          TEXT NOT NULL,
-		received_at   TEXT NOT NULL,
-		business_date TEXT NOT NULL,
-		PRIMARY KEY (store_id, flow_no)
-	)`,
-	`CREATE TABLE IF NOT EXISTS day_totals (
-		store_id      TEXT NOT NULL,
-		terminal_id   TEXT NOT NULL,
-		business_date TEXT NOT NULL,
-		sales         INTEGER NOT NULL,
-		sales_cents   INTEGER NOT NULL,
-		refunds       INTEGER NOT NULL,
-		refund_cents  INTEGER NOT NULL,
-		PRIMARY KEY (store_id, terminal_id, business_date)
-	)`,
-	`CREATE TABLE IF NOT EXISTS conflicts (
-		store_id    TEXT NOT NULL,
-		flow_no     TEXT NOT NULL,
-		body_sha256 TEXT NOT NULL,
-		terminal_id TEXT NOT NULL,
-		kind        TEXT NOT NULL,
-		total_cents INTEGER NOT NULL,
-		created_at  TEXT NOT NULL,
-		body        TEXT NOT NULL,
-		received_at TEXT NOT NULL,
-		PRIMARY KEY (store_id, flow_no, body_sha256)
-	)`,
-	`CREATE TABLE IF NOT EXISTS quarantine (
-		store_id    TEXT NOT NULL,
-		flow_no     TEXT NOT NULL,
-		body_sha256 TEXT NOT NULL,
-		reason      TEXT NOT NULL,
-		detail      TEXT NOT NULL,
-		body        TEXT NOT NULL,
-		received_at TEXT NOT NULL,
-		PRIMARY KEY (store_id, flow_no, body_sha256)
-	)`,
-	`CREATE TABLE IF NOT EXISTS manifests (
-		store_id      TEXT NOT NULL,
-		terminal_id   TEXT NOT NULL,
-		date          TEXT NOT NULL,
-		sales         INTEGER NOT NULL,
-		sales_cents   INTEGER NOT NULL,
-		refunds       INTEGER NOT NULL,
-		refund_cents  INTEGER NOT NULL,
-		first_flow_no TEXT NOT NULL,
-		last_flow_no  TEXT NOT NULL,
-		sent_at       TEXT NOT NULL,
-		received_at   TEXT NOT NULL,
-		body          TEXT NOT NULL,
-		PRIMARY KEY (store_id, terminal_id, date)
-	)`,
-	`CREATE TABLE IF NOT EXISTS heartbeats (
-		store_id      TEXT NOT NULL PRIMARY KEY,
-		sent_at       TEXT NOT NULL,
-		received_at   TEXT NOT NULL,
-		backlog       INTEGER NOT NULL,
-		oldest_unsent TEXT NOT NULL,
-		version       TEXT NOT NULL,
-		body          TEXT NOT NULL
-	)`,
-	`CREATE TABLE IF NOT EXISTS stock_adjustments (
-		store_id      TEXT NOT NULL,
-		adjustment_id TEXT NOT NULL,
-		barcode       TEXT NOT NULL,
-		delta         INTEGER NOT NULL,
-		reason        TEXT NOT NULL,
-		created_at    TEXT NOT NULL,
-		body          TEXT NOT NULL,
-		received_at   TEXT NOT NULL,
-		PRIMARY KEY (store_id, adjustment_id)
-	)`,
-	`CREATE TABLE IF NOT EXISTS stores (
-		store_id         TEXT NOT NULL PRIMARY KEY,
-		txn_count        INTEGER NOT NULL,
-		max_flow_no      TEXT NOT NULL,
-		last_created_at  TEXT NOT NULL,
-		last_received_at TEXT NOT NULL,
-		last_seen_at     TEXT NOT NULL
-	)`,
-}
+// sqliteSchema is HQ's tables in SQLite's types: times as text in
+// tsLayout, so that text order is time order.
+var sqliteSchema = hqdb.Schema(hqdb.ColumnTypes{Int: "INTEGER", Time: "TEXT", NullTime: "TEXT NOT NULL", JSON: "TEXT"})
 
 // Store keeps HQ's tables in one SQLite file in WAL mode (other
 // processes may read it while posedge-hq runs). Writes go through one
 // connection; reads use a pool of their own.
 type Store struct {
-	path string
-	w    *sql.DB // the one writer
-	r    *sql.DB
-	mu   sync.Mutex // one batch at a time on w
-	opts hqdb.StoreOptions
-	st   sqliteStmts // prepared once on w
+	hqdb.Reader // every read, on the reader pool
+	path        string
+	w           *sql.DB // the one writer
+	r           *sql.DB
+	mu          sync.Mutex // one batch at a time on w
+	opts        hqdb.StoreOptions
+	st          sqliteStmts // prepared once on w
 	// multi holds the multi-row inserts of 1, 2, 4 … sqliteMultiRows
 	// transactions by their row count, prepared at open: the one writer
 	// connection cannot prepare while a batch's transaction holds it.
@@ -137,13 +51,13 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 		q   string
 	}{
 		{&st.storedBody, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?"},
-		{&st.insertConflict, sqliteInsertConflict},
-		{&st.upsertManifest, sqliteUpsertManifest},
-		{&st.upsertHeartbeat, sqliteUpsertHeartbeat},
+		{&st.insertConflict, hqdb.InsertConflictSQL},
+		{&st.upsertManifest, hqdb.UpsertManifestSQL},
+		{&st.upsertHeartbeat, hqdb.UpsertHeartbeatSQL},
 		{&st.upsertStore, sqliteUpsertStore},
-		{&st.insertAdjustment, insertAdjustmentSQL},
+		{&st.insertAdjustment, hqdb.InsertAdjustmentSQL},
 		{&st.upsertDay, sqliteUpsertDay},
-		{&st.insertQuarantine, sqliteInsertQuarantine},
+		{&st.insertQuarantine, hqdb.InsertQuarantineSQL},
 		{&st.readDay, sqliteReadDay},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.q)
@@ -208,6 +122,11 @@ func Open(ctx context.Context, path string, opts hqdb.StoreOptions) (*Store, err
 	}
 	r.SetMaxOpenConns(4)
 	s.r = r
+	s.Reader = hqdb.Reader{Scan: scan(), SilentAfter: opts.SilentAfter,
+		Query: func(ctx context.Context, q string, args ...any) (hqdb.ClosingRows, error) {
+			return r.QueryContext(ctx, q, args...)
+		},
+		TimeArg: func(t time.Time) any { return formatTS(t) }}
 	return s, nil
 }
 
@@ -239,17 +158,17 @@ type queryExecer interface {
 func checkSchemaVersion(ctx context.Context, tx queryExecer, insert string) error {
 	var v int
 	err := tx.QueryRowContext(ctx, "SELECT version FROM hq_schema").Scan(&v)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
+	found := !errors.Is(err, sql.ErrNoRows)
+	if !found {
+		err = nil
+	}
+	record, err := hqdb.CheckSchemaVersion(v, found, err)
+	if record {
 		if _, err := tx.ExecContext(ctx, insert, hqdb.SchemaVersion); err != nil {
 			return fmt.Errorf("record schema version: %w", err)
 		}
-	case err != nil:
-		return fmt.Errorf("read schema version: %w", err)
-	case v > hqdb.SchemaVersion:
-		return fmt.Errorf("database schema version %d is newer than this posedge-hq (version %d): upgrade posedge-hq", v, hqdb.SchemaVersion)
 	}
-	return nil
+	return err
 }
 
 // Close closes the database.
@@ -267,39 +186,14 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 const (
-	sqliteInsertConflict = `INSERT INTO conflicts
-		(store_id, flow_no, body_sha256, terminal_id, kind, total_cents, created_at, body, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
-	sqliteInsertQuarantine = `INSERT INTO quarantine
-		(store_id, flow_no, body_sha256, reason, detail, body, received_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`
 	// CAST: a row written by an older posedge-hq whose sum overflowed
 	// into REAL reads as the nearest integer rather than failing.
 	sqliteReadDay = `SELECT CAST(sales AS INTEGER), CAST(sales_cents AS INTEGER),
 		CAST(refunds AS INTEGER), CAST(refund_cents AS INTEGER)
 		FROM day_totals WHERE store_id = ? AND terminal_id = ? AND business_date = ?`
-	sqliteUpsertManifest = `INSERT INTO manifests
-		(store_id, terminal_id, date, sales, sales_cents, refunds, refund_cents, first_flow_no, last_flow_no, sent_at, received_at, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (store_id, terminal_id, date) DO UPDATE SET
-			sales = excluded.sales, sales_cents = excluded.sales_cents,
-			refunds = excluded.refunds, refund_cents = excluded.refund_cents,
-			first_flow_no = excluded.first_flow_no, last_flow_no = excluded.last_flow_no,
-			sent_at = excluded.sent_at, received_at = excluded.received_at, body = excluded.body
-		WHERE excluded.sent_at > manifests.sent_at`
-	sqliteUpsertHeartbeat = `INSERT INTO heartbeats
-		(store_id, sent_at, received_at, backlog, oldest_unsent, version, body)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (store_id) DO UPDATE SET
-			sent_at = excluded.sent_at, received_at = excluded.received_at, backlog = excluded.backlog,
-			oldest_unsent = excluded.oldest_unsent, version = excluded.version, body = excluded.body
-		WHERE excluded.sent_at > heartbeats.sent_at`
 	sqliteUpsertDay = `INSERT INTO day_totals
 		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
-		VALUES (?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (store_id, terminal_id, business_date) DO UPDATE SET
-			sales = day_totals.sales + excluded.sales, sales_cents = day_totals.sales_cents + excluded.sales_cents,
-			refunds = day_totals.refunds + excluded.refunds, refund_cents = day_totals.refund_cents + excluded.refund_cents`
+		VALUES (?, ?, ?, ?, ?, ?, ?)` + hqdb.DayTotalsAdd
 	sqliteUpsertStore = `INSERT INTO stores
 		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
 		VALUES (?, ?, ?, ?, ?, ?)
@@ -550,106 +444,6 @@ func (s *Store) Have(ctx context.Context, storeID string, flowNos []string) ([]s
 		}
 	}
 	return hqdb.InOrder(flowNos, held), nil
-}
-
-// Transaction returns the stored body of one transaction.
-func (s *Store) Transaction(ctx context.Context, storeID, flowNo string) ([]byte, error) {
-	var body string
-	err := s.r.QueryRowContext(ctx, "SELECT body FROM transactions WHERE store_id = ? AND flow_no = ?", storeID, flowNo).Scan(&body)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, hqdb.ErrNotFound)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("transaction %s/%s: %w", storeID, flowNo, err)
-	}
-	return []byte(body), nil
-}
-
-// Quarantined lists the quarantined transactions of storeID.
-func (s *Store) Quarantined(ctx context.Context, storeID string) ([]hqdb.StoredQuarantine, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT store_id, flow_no, reason, detail, body, received_at FROM quarantine
-		WHERE store_id = ? ORDER BY received_at, flow_no`, storeID)
-	if err != nil {
-		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
-	}
-	defer rows.Close()
-	out, err := scan().Quarantine(rows)
-	if err != nil {
-		return nil, fmt.Errorf("quarantine of %s: %w", storeID, err)
-	}
-	return out, nil
-}
-
-// Conflicts lists the conflicting bodies received for storeID.
-func (s *Store) Conflicts(ctx context.Context, storeID string) ([]hqdb.StoredConflict, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT store_id, flow_no, body, received_at FROM conflicts
-		WHERE store_id = ? ORDER BY received_at, flow_no`, storeID)
-	if err != nil {
-		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
-	}
-	defer rows.Close()
-	out, err := scan().Conflicts(rows)
-	if err != nil {
-		return nil, fmt.Errorf("conflicts of %s: %w", storeID, err)
-	}
-	return out, nil
-}
-
-// Watermark is the high-water mark of one store.
-func (s *Store) Watermark(ctx context.Context, storeID string) (hqdb.Watermark, error) {
-	ws, err := s.watermarks(ctx, hqdb.WatermarksSelect+" WHERE store_id = ?", storeID)
-	if err != nil || len(ws) == 0 {
-		return hqdb.Watermark{StoreID: storeID}, err
-	}
-	return ws[0], nil
-}
-
-// Watermarks lists every known store's high-water mark.
-func (s *Store) Watermarks(ctx context.Context) ([]hqdb.Watermark, error) {
-	return s.watermarks(ctx, hqdb.WatermarksSelect+" ORDER BY store_id")
-}
-
-func (s *Store) watermarks(ctx context.Context, q string, args ...any) ([]hqdb.Watermark, error) {
-	rows, err := s.r.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("read watermarks: %w", err)
-	}
-	defer rows.Close()
-	ws, err := scan().Watermarks(rows)
-	if err != nil {
-		return nil, fmt.Errorf("read watermarks: %w", err)
-	}
-	return ws, nil
-}
-
-// Completeness compares manifests with the stored rows and lists the
-// stores silent for longer than SilentAfter at now.
-func (s *Store) Completeness(ctx context.Context, now time.Time) (hqdb.Report, error) {
-	rep := hqdb.Report{GeneratedAt: now.UTC(), Incomplete: []hqdb.DayDiff{}, Silent: []hqdb.SilentStore{}}
-	rows, err := s.r.QueryContext(ctx, hqdb.CompletenessSelect)
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	days, err := scan().Days(rows)
-	if cerr := rows.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	rep.Incomplete = hqdb.DiffDays(days)
-	rows, err = s.r.QueryContext(ctx, "SELECT store_id, last_seen_at FROM stores WHERE last_seen_at < ? ORDER BY store_id",
-		formatTS(now.Add(-s.opts.SilentAfter)))
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	defer rows.Close()
-	silent, err := scan().Silent(rows, now)
-	if err != nil {
-		return rep, fmt.Errorf("completeness: %w", err)
-	}
-	rep.Silent = append(rep.Silent, silent...)
-	return rep, nil
 }
 
 // tsLayout is how SQLite keeps times: UTC with a fixed number of digits,

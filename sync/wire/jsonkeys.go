@@ -2,6 +2,9 @@ package wire
 
 import "github.com/posedge/posedge/internal/strictjson"
 
+// This file is about the JSON keys of a message body (not Redis or
+// idempotency keys): which names an object may hold, in which case.
+
 // fields are the keys of one JSON object that a decoder maps to struct
 // fields, and the fields of the objects below some of them.
 type fields = strictjson.Fields
@@ -16,9 +19,9 @@ var (
 	}
 )
 
-// checkKeys refuses a JSON text with two keys of one object equal but
+// checkJSONKeys refuses a JSON text with two keys of one object equal but
 // for case (or equal), a key that is one of the decoded field names but
 // for case, and money or a quantity that is not a JSON number:
 // encoding/json matches keys without regard to case and keeps the last
 // duplicate, so such a body means different things to different readers.
-func checkKeys(body []byte, f *fields) error { return strictjson.Check(body, f) }
+func checkJSONKeys(body []byte, f *fields) error { return strictjson.Check(body, f) }
