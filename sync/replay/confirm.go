@@ -24,6 +24,11 @@ import (
 // Nats-Msg-Id, same body, in the replay's batches, through the sync
 // budget. Nothing is resent unless HQ explicitly says it lacks it: HQ
 // down for days costs one unanswered question per round, no resends.
+// The question carries each row's stream sequence (its PubAck's), and
+// HQ answers "pending" for a row it lacks whose message is still in the
+// stream, unread by its consumer: after a long outage HQ works through
+// the stream's backlog while the stores wait, instead of every store
+// resending its backlog (a resend storm).
 
 // confirmBatches bounds one round of questions (each of BatchSize rows),
 // so that a backlog of unconfirmed rows (an upgrade, an HQ outage) is
@@ -99,11 +104,16 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 		if len(rows) == 0 {
 			return nil
 		}
-		flows := make([]string, len(rows))
+		flows, seqs := make([]string, len(rows)), make([]uint64, len(rows))
+		known := false
 		for i, u := range rows {
-			flows[i] = u.FlowNo
+			flows[i], seqs[i] = u.FlowNo, u.StreamSeq
+			known = known || u.StreamSeq > 0
 		}
-		have, err := r.have(ctx, l, flows)
+		if !known {
+			seqs = nil // rows acked before the journal kept sequences
+		}
+		have, pending, err := r.ask(ctx, l, flows, seqs)
 		if err != nil {
 			return err
 		}
@@ -111,11 +121,21 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 		for _, f := range have {
 			held[f] = true
 		}
-		var confirmed []string
+		onItsWay := make(map[string]bool, len(pending))
+		for _, f := range pending {
+			onItsWay[f] = true
+		}
+		var confirmed, unread []string
 		lacking := map[time.Duration][]string{} // wait before the next question → rows
 		for _, u := range rows {
 			if held[u.FlowNo] {
 				confirmed = append(confirmed, u.FlowNo)
+				continue
+			}
+			if onItsWay[u.FlowNo] {
+				// Still in the stream, unread by HQ's consumer (a backlog
+				// after an outage): resending it would only duplicate it.
+				unread = append(unread, u.FlowNo)
 				continue
 			}
 			w := r.lackWait(u)
@@ -124,6 +144,9 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 		wctx := context.WithoutCancel(ctx) // HQ's answer is a fact: record it
 		n, err := r.j.MarkConfirmed(wctx, confirmed...)
 		if err != nil {
+			return err
+		}
+		if _, err := r.j.MarkPending(wctx, now.Add(r.cfg.ConfirmAfter), unread...); err != nil {
 			return err
 		}
 		resent := 0
