@@ -9,7 +9,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -51,14 +50,19 @@ func (r *Replayer) confirmLoop(ctx context.Context) {
 	every := r.confirmEvery()
 	wait := every
 	lastAudit := time.Now()
+	var pass *auditPass // the audit under way, nil when none
 	for sleep(ctx, jitter(wait), nil) {
 		err := r.confirmRound(ctx)
-		if err == nil && (r.auditNow.Load() || time.Since(lastAudit) >= r.cfg.AuditEvery) {
+		if err == nil && pass == nil && (r.auditNow.Load() || time.Since(lastAudit) >= r.cfg.AuditEvery) {
 			r.auditNow.Store(false)
-			if err = r.audit(ctx); err == nil {
-				lastAudit = time.Now()
-			} else {
-				r.auditNow.Store(true) // again once HQ answers
+			pass = &auditPass{}
+		}
+		if err == nil && pass != nil {
+			// A slice per round; on an error the pass goes on from where
+			// it stood once HQ answers again.
+			var done bool
+			if done, err = r.audit(ctx, pass); err == nil && done {
+				pass, lastAudit = nil, time.Now()
 			}
 		}
 		switch {
@@ -203,31 +207,43 @@ func firstOf(m map[time.Duration][]string) string {
 	return ""
 }
 
-// audit asks HQ again about the rows of the last AuditDays business days
-// it had confirmed, and puts those it no longer holds back in the
-// outbox (its database restored from an older backup, rows deleted):
-// the day's completeness at HQ (manifest against stored rows) then
-// repairs itself while the journal still holds the rows. It returns an
-// error when HQ did not answer; the rows are asked about again later.
-func (r *Replayer) audit(ctx context.Context) error {
+// auditPass is where an audit of the journal's confirmed rows stands.
+type auditPass struct {
+	after int64 // the last row id asked about
+	lost  int   // rows found gone so far
+}
+
+// audit asks HQ again about the rows it had confirmed, of every business
+// day the journal still holds (journal.retention: HQ may lose a day of
+// any age the store can still repair), and puts those it no longer
+// holds back in the outbox (its database restored from an older backup,
+// rows deleted): the day's completeness at HQ (manifest against stored
+// rows) then repairs itself. One call asks at most confirmBatches
+// questions, from where pass stands, so that a journal of months is
+// worked through a slice per round beside the confirmations; done is
+// true once the pass reached the journal's end. It returns an error
+// when HQ did not answer; the pass goes on from there later.
+func (r *Replayer) audit(ctx context.Context, pass *auditPass) (done bool, err error) {
 	l := r.nc.Load()
 	if l == nil || !l.nc.IsConnected() {
-		return ErrNotConnected
+		return false, ErrNotConnected
 	}
-	from := businessday.Of(time.Now().AddDate(0, 0, -r.cfg.AuditDays), r.cfg.Location)
-	var after int64
-	lost := 0
-	for {
-		flows, last, err := r.j.ConfirmedSince(ctx, from, after, r.cfg.BatchSize)
+	defer func() {
+		if done && pass.lost > 0 {
+			r.log.Warn("HQ no longer held transactions it had confirmed: published them again from the journal", "rows", pass.lost)
+		}
+	}()
+	for range confirmBatches {
+		flows, last, err := r.j.ConfirmedSince(ctx, "", pass.after, r.cfg.BatchSize)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if len(flows) == 0 {
-			break
+			return true, nil
 		}
 		have, err := r.have(ctx, l, flows)
 		if err != nil {
-			return err
+			return false, err
 		}
 		held := make(map[string]bool, len(have))
 		for _, f := range have {
@@ -241,23 +257,21 @@ func (r *Replayer) audit(ctx context.Context) error {
 		}
 		n, err := r.j.MarkLost(context.WithoutCancel(ctx), gone...)
 		if err != nil {
-			return err
+			return false, err
 		}
-		lost += n
-		after = last
+		pass.after = last
+		if n > 0 {
+			pass.lost += n
+			r.m.resent.Add(float64(n))
+			r.mu.Lock()
+			r.st.Resent += uint64(n)
+			r.mu.Unlock()
+			r.refreshStats(ctx)
+			r.signal() // resent now, not at the pass's end
+		}
 		if len(flows) < r.cfg.BatchSize {
-			break
+			return true, nil
 		}
 	}
-	if lost > 0 {
-		r.m.resent.Add(float64(lost))
-		r.mu.Lock()
-		r.st.Resent += uint64(lost)
-		r.mu.Unlock()
-		r.log.Warn("HQ no longer holds transactions it had confirmed: publishing them again from the journal",
-			"rows", lost, "since_day", from)
-		r.refreshStats(ctx)
-		r.signal()
-	}
-	return nil
+	return false, nil
 }

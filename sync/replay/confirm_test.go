@@ -602,3 +602,71 @@ func TestIncompleteDayRepairsItself(t *testing.T) {
 		t.Errorf("resent %v rows, want the 20 HQ lost", got)
 	}
 }
+
+// TestDeletedRowsOfAnOldDayAreResent: rows of a day three weeks back —
+// older than the 7 days the audit covered before, inside the journal's
+// retention — are deleted by hand from HQ's database after HQ confirmed
+// them. The day's manifest shows it short (GET /v1/completeness); the
+// store's audit, covering every day its journal holds, finds them gone
+// and resends them, and the day is complete again without a person,
+// body for body, each row stored once.
+func TestDeletedRowsOfAnOldDayAreResent(t *testing.T) {
+	ctx := context.Background()
+	h := newHQSide(t)
+	h.up()
+	s := newStoreSide(t, "SDEL", h.nats.URL(), func(c *replay.Config) { c.AuditEvery = time.Second })
+	day := time.Now().UTC().AddDate(0, 0, -21).Truncate(24 * time.Hour).Add(10 * time.Hour)
+	var flows []string
+	for n := 1; n <= 30; n++ {
+		tx := outageSale(s.id, n, 2, day.Add(time.Duration(n)*time.Minute))
+		if err := s.j.Append(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		flows = append(flows, tx.FlowNo)
+	}
+	testenv.WaitFor(t, time.Minute, "the 30 sales confirmed", func() bool {
+		ok, _ := delivered(t, h, s, flows)
+		return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
+	})
+	if err := s.r.PublishManifest(ctx, day.Format("20060102")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, time.Minute, "the day's manifest at HQ, the day complete", func() bool {
+		rep, err := h.st.Completeness(ctx, time.Now())
+		return err == nil && len(rep.Incomplete) == 0 && storedManifests(t, h.cfg.Database, s.id) > 0
+	})
+
+	// HQ loses half the day: rows deleted by hand.
+	u, err := hq.ParseDatabaseURL(h.cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec(`DELETE FROM transactions WHERE store_id = ? AND CAST(flow_no AS INTEGER) % 2 = 0`, s.id)
+	db.Close()
+	if n, _ := res.RowsAffected(); err != nil || n != 15 {
+		t.Fatalf("deleted %d rows (%v), want 15", n, err)
+	}
+	if rep, err := h.st.Completeness(ctx, time.Now()); err != nil || len(rep.Incomplete) == 0 {
+		t.Fatalf("HQ lost 15 rows, yet the day is complete: %+v %v", rep.Incomplete, err)
+	}
+	start := time.Now()
+	testenv.WaitFor(t, 30*time.Second, "HQ to hold every sale again, the day complete", func() bool {
+		ok, _ := delivered(t, h, s, flows)
+		if !ok || s.stats(t).Unconfirmed != 0 || s.stats(t).Backlog != 0 {
+			return false
+		}
+		rep, err := h.st.Completeness(ctx, time.Now())
+		return err == nil && len(rep.Incomplete) == 0
+	})
+	t.Logf("repaired %v after the delete; resent %v rows", time.Since(start).Round(time.Millisecond),
+		s.counter(t, "posedge_hq_resent_total"))
+	// Resends inside the stream's duplicate window are dropped by
+	// JetStream and retried until it has passed: more than 15.
+	if got := s.counter(t, "posedge_hq_resent_total"); got < 15 {
+		t.Errorf("resent %v rows, want at least the 15 HQ lost", got)
+	}
+}

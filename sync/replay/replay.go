@@ -79,13 +79,14 @@ type Config struct {
 	Pace time.Duration
 	// HeartbeatEvery is the heartbeat period; default 1m.
 	HeartbeatEvery time.Duration
-	// AuditEvery is how often the store asks HQ again about the rows of
-	// the last AuditDays business days it had confirmed, and resends
-	// those HQ no longer holds (its database restored from an older
-	// backup, rows deleted): incomplete days repair themselves. Also
-	// after each day's manifest. Defaults 1h and 7 days.
+	// AuditEvery is how often the store asks HQ again about the rows it
+	// had confirmed, of every business day the journal still holds, and
+	// resends those HQ no longer holds (its database restored from an
+	// older backup, rows deleted): incomplete days repair themselves.
+	// Also after each day's manifest. A pass asks a slice per
+	// confirmation round; the next starts AuditEvery after it ended.
+	// Default 1h.
 	AuditEvery time.Duration
-	AuditDays  int
 	// ConfirmAfter is hq.confirm_after: rows JetStream acknowledged this
 	// long ago are asked about (the have query); those HQ lacks are
 	// published again from the journal. Default 30s.
@@ -142,9 +143,6 @@ func (c *Config) defaults() {
 	}
 	if c.AuditEvery <= 0 {
 		c.AuditEvery = time.Hour
-	}
-	if c.AuditDays <= 0 {
-		c.AuditDays = 7
 	}
 	if c.Location == nil {
 		c.Location = time.Local
