@@ -45,7 +45,7 @@ type DayDiff struct {
 	Manifest Totals `json:"manifest"`
 
 	// PastRetention The day is older than the 90 days a store's journal keeps by default (journal.retention);
-	// a store audits every day its journal holds and repairs it by itself, so past that
+	// a store audits every day its journal holds, daily, and repairs it by itself, so past that
 	// nothing resends what HQ lacks of it (unless the store keeps its journal longer).
 	PastRetention bool `json:"past_retention"`
 

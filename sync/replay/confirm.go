@@ -9,6 +9,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/posedge/posedge/internal/businessday"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -50,18 +51,32 @@ func (r *Replayer) confirmLoop(ctx context.Context) {
 	every := r.confirmEvery()
 	wait := every
 	lastAudit := time.Now()
+	// The first whole-journal pass comes within AuditAllEvery of the
+	// start, at a random time: stores restarted together (an upgrade)
+	// do not all read their months at once.
+	lastAll := time.Now().Add(-rand.N(r.cfg.AuditAllEvery))
 	var pass *auditPass // the audit under way, nil when none
 	for sleep(ctx, jitter(wait), nil) {
 		err := r.confirmRound(ctx)
-		if err == nil && pass == nil && (r.auditNow.Load() || time.Since(lastAudit) >= r.cfg.AuditEvery) {
-			r.auditNow.Store(false)
-			pass = &auditPass{}
+		if err == nil && pass == nil {
+			switch {
+			case time.Since(lastAll) >= r.cfg.AuditAllEvery:
+				pass = &auditPass{} // every day the journal holds
+			case r.auditNow.Load() || time.Since(lastAudit) >= r.cfg.AuditEvery:
+				pass = &auditPass{from: businessday.Of(time.Now().AddDate(0, 0, -r.cfg.AuditDays), r.cfg.Location)}
+			}
+			if pass != nil {
+				r.auditNow.Store(false)
+			}
 		}
 		if err == nil && pass != nil {
 			// A slice per round; on an error the pass goes on from where
 			// it stood once HQ answers again.
 			var done bool
 			if done, err = r.audit(ctx, pass); err == nil && done {
+				if pass.from == "" {
+					lastAll = time.Now()
+				}
 				pass, lastAudit = nil, time.Now()
 			}
 		}
@@ -209,13 +224,15 @@ func firstOf(m map[time.Duration][]string) string {
 
 // auditPass is where an audit of the journal's confirmed rows stands.
 type auditPass struct {
-	after int64 // the last row id asked about
-	lost  int   // rows found gone so far
+	from  string // the first business day asked about; "" every day the journal holds
+	after int64  // the last row id asked about
+	lost  int    // rows found gone so far
 }
 
-// audit asks HQ again about the rows it had confirmed, of every business
-// day the journal still holds (journal.retention: HQ may lose a day of
-// any age the store can still repair), and puts those it no longer
+// audit asks HQ again about the rows it had confirmed, of the business
+// days from pass.from on (all the journal still holds when "":
+// journal.retention, HQ may lose a day of any age the store can still
+// repair), and puts those it no longer
 // holds back in the outbox (its database restored from an older backup,
 // rows deleted): the day's completeness at HQ (manifest against stored
 // rows) then repairs itself. One call asks at most confirmBatches
@@ -230,11 +247,12 @@ func (r *Replayer) audit(ctx context.Context, pass *auditPass) (done bool, err e
 	}
 	defer func() {
 		if done && pass.lost > 0 {
-			r.log.Warn("HQ no longer held transactions it had confirmed: published them again from the journal", "rows", pass.lost)
+			r.log.Warn("HQ no longer held transactions it had confirmed: published them again from the journal",
+				"rows", pass.lost, "since_day", pass.from)
 		}
 	}()
 	for range confirmBatches {
-		flows, last, err := r.j.ConfirmedSince(ctx, "", pass.after, r.cfg.BatchSize)
+		flows, last, err := r.j.ConfirmedSince(ctx, pass.from, pass.after, r.cfg.BatchSize)
 		if err != nil {
 			return false, err
 		}

@@ -604,17 +604,17 @@ func TestIncompleteDayRepairsItself(t *testing.T) {
 }
 
 // TestDeletedRowsOfAnOldDayAreResent: rows of a day three weeks back —
-// older than the 7 days the audit covered before, inside the journal's
+// older than the 7 days the hourly audit covers, inside the journal's
 // retention — are deleted by hand from HQ's database after HQ confirmed
 // them. The day's manifest shows it short (GET /v1/completeness); the
-// store's audit, covering every day its journal holds, finds them gone
-// and resends them, and the day is complete again without a person,
-// body for body, each row stored once.
+// store's daily audit of every day its journal holds (AuditAllEvery,
+// short here) finds them gone and resends them, and the day is complete
+// again without a person, body for body, each row stored once.
 func TestDeletedRowsOfAnOldDayAreResent(t *testing.T) {
 	ctx := context.Background()
 	h := newHQSide(t)
 	h.up()
-	s := newStoreSide(t, "SDEL", h.nats.URL(), func(c *replay.Config) { c.AuditEvery = time.Second })
+	s := newStoreSide(t, "SDEL", h.nats.URL(), func(c *replay.Config) { c.AuditEvery, c.AuditAllEvery = time.Second, 2*time.Second })
 	day := time.Now().UTC().AddDate(0, 0, -21).Truncate(24 * time.Hour).Add(10 * time.Hour)
 	var flows []string
 	for n := 1; n <= 30; n++ {
