@@ -44,8 +44,9 @@ type DayDiff struct {
 	Date     string `json:"date"`
 	Manifest Totals `json:"manifest"`
 
-	// PastRetention The day is older than the 7 business days each store audits and repairs by itself:
-	// nothing resends what HQ lacks of it without a person.
+	// PastRetention The day is older than the 90 days a store's journal keeps by default (journal.retention);
+	// a store audits every day its journal holds, daily, and repairs it by itself, so past that
+	// nothing resends what HQ lacks of it (unless the store keeps its journal longer).
 	PastRetention bool `json:"past_retention"`
 
 	// Repair What happens to the day, in words (for people; may change between versions).

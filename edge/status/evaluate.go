@@ -278,13 +278,15 @@ func confirmCheck(f Facts, th Thresholds, c *checks) {
 	if f.HQ.Unconfirmed == 0 {
 		return
 	}
+	// The age counts from a row's first ack (journal first_acked_at): a
+	// row resent forever stays old, and WARNs.
 	var age time.Duration
 	if f.HQ.OldestUnconfirmedAck != nil {
 		age = f.Now.Sub(*f.HQ.OldestUnconfirmedAck)
 	}
 	answers := f.HQ.HQAnsweredAt != nil && f.Now.Sub(*f.HQ.HQAnsweredAt) < th.UnconfirmedWarnAfter
 	if th.UnconfirmedWarnAfter > 0 && age > th.UnconfirmedWarnAfter && answers {
-		c.add("hq_confirm", Warn, fmt.Sprintf("%d transactions acknowledged by JetStream not confirmed stored by posedge-hq, the oldest acknowledged %s ago; posedge-hq answers but lacks them",
+		c.add("hq_confirm", Warn, fmt.Sprintf("%d transactions acknowledged by JetStream not confirmed stored by posedge-hq, the oldest first acknowledged %s ago; posedge-hq answers but lacks them",
 			f.HQ.Unconfirmed, human(age)),
 			"they are resent from the journal and never pruned meanwhile; check posedge-hq's log (database, quarantine, conflicts) and that its consumer reads the stream")
 		return

@@ -23,6 +23,9 @@ type Unconfirmed struct {
 	RowID   int64
 	FlowNo  string
 	AckedAt time.Time
+	// StreamSeq is the stream sequence JetStream's last ack of it named
+	// (0: unknown, acked before the journal kept it).
+	StreamSeq uint64
 	// Resends counts the times HQ lacked it and it went back to the
 	// outbox; Lacks those of them that followed a fresh ack (not a
 	// duplicate one): JetStream took the message and HQ still lacks it.
@@ -41,7 +44,7 @@ func (j *Journal) DueUnconfirmed(ctx context.Context, ackedBefore, now time.Time
 	if !j.confirm {
 		return nil, nil
 	}
-	rows, err := j.r.QueryContext(ctx, `SELECT rowid, flow_no, acked_at, resends, lacks, dup_ack FROM txns
+	rows, err := j.r.QueryContext(ctx, `SELECT rowid, flow_no, acked_at, stream_seq, resends, lacks, dup_ack FROM txns
 		WHERE state = 'acked' AND confirmed_at IS NULL AND acked_at <= ?
 			AND (confirm_due IS NULL OR confirm_due <= ?)
 		ORDER BY acked_at LIMIT ?`, ts(ackedBefore), ts(now), limit)
@@ -54,7 +57,7 @@ func (j *Journal) DueUnconfirmed(ctx context.Context, ackedBefore, now time.Time
 		var u Unconfirmed
 		var at string
 		var dup int
-		if err := rows.Scan(&u.RowID, &u.FlowNo, &at, &u.Resends, &u.Lacks, &dup); err != nil {
+		if err := rows.Scan(&u.RowID, &u.FlowNo, &at, &u.StreamSeq, &u.Resends, &u.Lacks, &dup); err != nil {
 			return nil, fmt.Errorf("read unconfirmed rows: %w", err)
 		}
 		u.AckedAt, u.DupAck = parseTS(at), dup == 1
@@ -68,7 +71,7 @@ func (j *Journal) DueUnconfirmed(ctx context.Context, ackedBefore, now time.Time
 // were not confirmed before.
 func (j *Journal) MarkConfirmed(ctx context.Context, flowNos ...string) (int, error) {
 	n, err := j.updateFlowsCount(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = COALESCE(acked_at, ?1),
-			confirmed_at = ?1, confirm_due = NULL
+			first_acked_at = COALESCE(first_acked_at, acked_at, ?1), confirmed_at = ?1, confirm_due = NULL
 			WHERE confirmed_at IS NULL AND state != 'quarantined' AND `+inFlows, flowNos, ts(j.opt.Now()))
 	if err != nil {
 		return 0, fmt.Errorf("mark %d rows confirmed by HQ: %w", len(flowNos), err)
@@ -92,11 +95,24 @@ func (j *Journal) MarkLacking(ctx context.Context, due time.Time, flowNos ...str
 	return n, nil
 }
 
+// MarkPending records that HQ lacks these rows but their messages are
+// still in the stream, not yet read by its consumer (a backlog after an
+// outage): they are neither resent nor confirmed, and asked about again
+// no sooner than due. It returns how many rows it deferred.
+func (j *Journal) MarkPending(ctx context.Context, due time.Time, flowNos ...string) (int, error) {
+	n, err := j.updateFlowsCount(ctx, `UPDATE txns SET confirm_due = ?
+			WHERE state = 'acked' AND confirmed_at IS NULL AND `+inFlows, flowNos, ts(due))
+	if err != nil {
+		return 0, fmt.Errorf("defer %d rows HQ has not read yet: %w", len(flowNos), err)
+	}
+	return n, nil
+}
+
 // MarkAckedDuplicateRows is MarkAckedRows for rows whose PubAck said
 // duplicate: acked, but noted, for HQ may hold another message under
 // their Nats-Msg-Id (or none, when the stream lost it).
 func (j *Journal) MarkAckedDuplicateRows(ctx context.Context, rowIDs ...int64) error {
-	return j.markAckedRows(ctx, true, rowIDs)
+	return j.MarkAckedSeqs(ctx, true, acksOf(rowIDs))
 }
 
 // Delivery is where a row is on its way to HQ.
@@ -166,7 +182,9 @@ func (j *Journal) ConfirmedSince(ctx context.Context, day string, afterRowID int
 // MarkLost puts rows HQ had confirmed and no longer holds back in the
 // outbox: unconfirmed, pending, one more resend. It returns how many.
 func (j *Journal) MarkLost(ctx context.Context, flowNos ...string) (int, error) {
+	// A new way to HQ: its age counts from its next ack.
 	n, err := j.updateFlowsCount(ctx, `UPDATE txns SET state = 'pending', confirmed_at = NULL, confirm_due = NULL, resends = resends + 1,
+			first_acked_at = NULL,
 			last_error = 'HQ no longer holds it after confirming it: resent'
 			WHERE state = 'acked' AND confirmed_at IS NOT NULL AND `+inFlows, flowNos)
 	if err != nil {

@@ -174,3 +174,122 @@ func TestUpgradeAddsConfirmationToAnOlderJournal(t *testing.T) {
 		t.Fatalf("pruned %d %v, want the one confirmed", n, err)
 	}
 }
+
+// TestUnconfirmedAgeCountsFromTheFirstAck: a row HQ keeps lacking is
+// resent and acked again, time after time; its age as unconfirmed (the
+// status's WARN) counts from its first ack, not the last resend's, and
+// HQ is asked about it with the stream sequence of its last ack. A row
+// HQ lost after confirming it starts a new way: its age counts from its
+// next ack.
+func TestUnconfirmedAgeCountsFromTheFirstAck(t *testing.T) {
+	ctx := context.Background()
+	clk := &clock{t: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
+	j := openTemp(t, Options{Now: clk.now})
+	for i := 1; i <= 2; i++ {
+		if err := j.Append(ctx, sale(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ack := func(seq uint64, flow string) {
+		t.Helper()
+		id, err := j.RowIDOf(ctx, flow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := j.MarkAckedSeqs(ctx, false, []Ack{{RowID: id, StreamSeq: seq}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := clk.t
+	ack(7, sale(1).FlowNo)
+	for round, seq := range []uint64{12, 19, 23} {
+		clk.t = clk.t.Add(time.Minute)
+		if n, err := j.MarkLacking(ctx, clk.t, sale(1).FlowNo); err != nil || n != 1 {
+			t.Fatalf("round %d: lacking %d %v", round, n, err)
+		}
+		ack(seq, sale(1).FlowNo)
+	}
+	st, err := j.Stats(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Unconfirmed != 1 || st.OldestUnconfirmedAck == nil || !st.OldestUnconfirmedAck.Equal(first) {
+		t.Errorf("after 3 resends: unconfirmed %d, oldest ack %v; want 1, %v (the first ack, 3 minutes ago)",
+			st.Unconfirmed, st.OldestUnconfirmedAck, first)
+	}
+	us, err := j.DueUnconfirmed(ctx, clk.t, clk.t, 10)
+	if err != nil || len(us) != 1 || us[0].StreamSeq != 23 {
+		t.Fatalf("due: %+v %v, want the row with stream sequence 23 (its last ack's)", us, err)
+	}
+
+	// Confirmed, then lost at HQ (an audit finds it gone): a new way.
+	if _, err := j.MarkConfirmed(ctx, sale(1).FlowNo); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := j.MarkLost(ctx, sale(1).FlowNo); err != nil || n != 1 {
+		t.Fatalf("lost %d %v", n, err)
+	}
+	clk.t = clk.t.Add(time.Hour)
+	ack(40, sale(1).FlowNo)
+	if st, _ := j.Stats(ctx); st.OldestUnconfirmedAck == nil || !st.OldestUnconfirmedAck.Equal(clk.t) {
+		t.Errorf("after HQ lost it: oldest ack %v, want %v (its new ack)", st.OldestUnconfirmedAck, clk.t)
+	}
+}
+
+// TestUpgradeAddsStreamSeqToAnOlderJournal: a journal of schema version
+// 2 (delivery confirmation, no stream sequences) is upgraded in place:
+// its acked rows keep their ack as their first, carry no stream
+// sequence (HQ answers for them as before) and are asked about as
+// before; a read-only open before the upgrade reads its stats.
+func TestUpgradeAddsStreamSeqToAnOlderJournal(t *testing.T) {
+	ctx := context.Background()
+	acked := time.Date(2026, 11, 1, 10, 0, 0, 0, time.UTC)
+	path := oldJournal(t, func(db *sql.DB) {
+		for _, c := range streamSeqColumns() {
+			if _, err := db.Exec(`ALTER TABLE txns DROP COLUMN ` + c[0]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for i := 1; i <= 3; i++ {
+			if _, err := db.Exec(`INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind, tender, total_cents, business_day,
+				business_hour, created_at, body, mode, applied, state, journaled_at, acked_at, resends)
+				VALUES (?, ?, 'T01', ?, 'fp', 'sale', 'cash', 1, '20261101', '10', ?, '{}', 'normal', 1, 'acked', ?, ?, 1)`,
+				fmt.Sprintf("1%015d", i), i, fmt.Sprintf("k%d", i), ts(acked), ts(acked), ts(acked.Add(time.Duration(i)*time.Minute))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := db.Exec(`INSERT INTO meta VALUES (?, '2')`, MetaSchemaVersion); err != nil {
+			t.Fatal(err)
+		}
+	})
+	ro, err := Open(ctx, path, Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := ro.Stats(ctx); err != nil || st.Unconfirmed != 3 || st.OldestUnconfirmedAck == nil {
+		t.Errorf("read-only stats of the older journal: %+v %v, want 3 unconfirmed", st, err)
+	}
+	ro.Close()
+
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("upgrade: %v", err)
+	}
+	defer j.Close()
+	if v, _ := readSchemaVersion(ctx, j.r); v != schemaVersion {
+		t.Errorf("schema version %d, want %d", v, schemaVersion)
+	}
+	st, err := j.Stats(ctx)
+	if err != nil || st.OldestUnconfirmedAck == nil || !st.OldestUnconfirmedAck.Equal(acked.Add(time.Minute)) {
+		t.Errorf("stats after the upgrade: %+v %v, want the oldest ack %v", st, err, acked.Add(time.Minute))
+	}
+	us, err := j.DueUnconfirmed(ctx, time.Now(), time.Now(), 10)
+	if err != nil || len(us) != 3 {
+		t.Fatalf("unconfirmed after the upgrade: %+v %v", us, err)
+	}
+	for _, u := range us {
+		if u.StreamSeq != 0 {
+			t.Errorf("row %s: stream sequence %d after the upgrade, want 0 (unknown)", u.FlowNo, u.StreamSeq)
+		}
+	}
+}

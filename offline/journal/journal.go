@@ -116,6 +116,10 @@ type Journal struct {
 	// a writable open; a read-only open of an older journal goes without
 	// (every acked row then counts as unconfirmed: not known otherwise).
 	confirm bool
+	// firstAck: txns has first_acked_at and stream_seq (schema version
+	// 3). Always after a writable open; a read-only open of an older
+	// journal ages unconfirmed rows by their last ack instead.
+	firstAck bool
 
 	// damaged is the finding of the QuickCheck that failed (an error
 	// wrapping ErrDamaged), nil until then: from then on the journal
@@ -190,6 +194,10 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 			r.Close()
 			return nil, fmt.Errorf("open journal %s read-only: %w", path, err)
 		}
+		if j.firstAck, err = hasColumn(ctx, r, "txns", "first_acked_at"); err != nil {
+			r.Close()
+			return nil, fmt.Errorf("open journal %s read-only: %w", path, err)
+		}
 		if j.st, err = prepareStmts(ctx, r, nil, j.catalog); err != nil {
 			r.Close()
 			if strings.Contains(err.Error(), "no such table") {
@@ -235,7 +243,7 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal readers %s: %w", path, err)
 	}
 	scan.SetMaxOpenConns(scanConns)
-	j.catalog, j.confirm = true, true
+	j.catalog, j.confirm, j.firstAck = true, true, true
 	if j.st, err = prepareStmts(ctx, r, w, true); err != nil {
 		scan.Close()
 		r.Close()
@@ -297,6 +305,8 @@ CREATE TABLE IF NOT EXISTS txns (
 	lacks            INTEGER NOT NULL DEFAULT 0,
 	dup_ack          INTEGER NOT NULL DEFAULT 0,
 	confirm_due      TEXT,
+	stream_seq       INTEGER NOT NULL DEFAULT 0,
+	first_acked_at   TEXT,
 	UNIQUE (terminal_id, idem_key)
 );
 CREATE INDEX IF NOT EXISTS txns_outbox ON txns(state) WHERE state IN ('pending','sent');

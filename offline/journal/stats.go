@@ -29,8 +29,9 @@ type Stats struct {
 	Unappliable int64  `json:"unappliable"`
 	MaxFlowNo   string `json:"max_flow_no"`
 	// Unconfirmed counts rows JetStream acknowledged that HQ has not
-	// confirmed storing; OldestUnconfirmedAck is the earliest ack among
-	// them (nil when none).
+	// confirmed storing; OldestUnconfirmedAck is the earliest first ack
+	// among them (the first of each row's way to HQ, kept across
+	// resends; nil when none).
 	Unconfirmed          int64      `json:"unconfirmed"`
 	OldestUnconfirmedAck *time.Time `json:"oldest_unconfirmed_ack_at"`
 }
@@ -48,6 +49,12 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 	if j.confirm {
 		unconfirmed = `state = 'acked' AND confirmed_at IS NULL`
 	}
+	// An unconfirmed row's age counts from its first ack: a resend's ack
+	// must not make a row HQ keeps lacking look young (status WARN).
+	firstAck := `acked_at`
+	if j.firstAck {
+		firstAck = `COALESCE(first_acked_at, acked_at)`
+	}
 	err := j.scan.QueryRowContext(ctx, `SELECT
 		(SELECT COUNT(*) FROM txns),
 		(SELECT COUNT(*) FROM txns WHERE state IN ('pending','sent')),
@@ -59,7 +66,7 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 		(SELECT COUNT(*) FROM unappliable),
 		(SELECT MAX(flow_no) FROM txns),
 		(SELECT COUNT(*) FROM txns WHERE `+unconfirmed+`),
-		(SELECT MIN(acked_at) FROM txns WHERE `+unconfirmed+`)`).
+		(SELECT MIN(`+firstAck+`) FROM txns WHERE `+unconfirmed+`)`).
 		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &acked, &s.Quarantined, &s.Unapplied, &s.Unappliable, &maxFlow,
 			&s.Unconfirmed, &unconfirmedAck)
 	if err != nil {

@@ -344,27 +344,54 @@ func (j *Journal) MarkSent(ctx context.Context, flowNos ...string) error {
 // MarkAcked records JetStream's acknowledgement of these rows (not yet
 // HQ's confirmation: MarkConfirmed).
 func (j *Journal) MarkAcked(ctx context.Context, flowNos ...string) error {
-	return j.updateFlows(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ?, dup_ack = 0 WHERE `+inFlows,
+	return j.updateFlows(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ?1,
+		first_acked_at = COALESCE(first_acked_at, ?1), dup_ack = 0 WHERE `+inFlows,
 		flowNos, ts(j.opt.Now()))
 }
 
 // MarkAckedRows is MarkAcked for outbox rows named by their RowID, which
 // spares a lookup per row: the replay's mark of every batch.
 func (j *Journal) MarkAckedRows(ctx context.Context, rowIDs ...int64) error {
-	return j.markAckedRows(ctx, false, rowIDs)
+	return j.MarkAckedSeqs(ctx, false, acksOf(rowIDs))
 }
 
-func (j *Journal) markAckedRows(ctx context.Context, dup bool, rowIDs []int64) error {
-	if len(rowIDs) == 0 {
+// Ack is JetStream's PubAck of an outbox row: the row and the stream
+// sequence the ack named (0: unknown).
+type Ack struct {
+	RowID     int64
+	StreamSeq uint64
+}
+
+func acksOf(rowIDs []int64) []Ack {
+	acks := make([]Ack, len(rowIDs))
+	for i, id := range rowIDs {
+		acks[i] = Ack{RowID: id}
+	}
+	return acks
+}
+
+// MarkAckedSeqs records JetStream's acks of outbox rows with the stream
+// sequence each named: HQ is asked about the row with it (a row at a
+// sequence its consumer has not read yet is on its way, not lacking).
+// dup: the acks said duplicate (MarkAckedDuplicateRows). The first ack
+// of a row's way to HQ is kept (first_acked_at) across resends.
+func (j *Journal) MarkAckedSeqs(ctx context.Context, dup bool, acks []Ack) error {
+	if len(acks) == 0 {
 		return nil
 	}
-	list, err := json.Marshal(rowIDs)
+	pairs := make([][2]uint64, len(acks))
+	for i, a := range acks {
+		pairs[i] = [2]uint64{uint64(a.RowID), a.StreamSeq}
+	}
+	list, err := json.Marshal(pairs)
 	if err != nil {
 		return fmt.Errorf("encode row ids: %w", err)
 	}
 	return j.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = ?, dup_ack = ?
-			WHERE rowid IN (SELECT value FROM json_each(?)) AND state IN ('pending','sent')`, ts(j.opt.Now()), boolInt(dup), string(list))
+		_, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = ?1,
+			first_acked_at = COALESCE(first_acked_at, ?1), dup_ack = ?2, stream_seq = a.seq
+			FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS seq FROM json_each(?3)) AS a
+			WHERE txns.rowid = a.id AND state IN ('pending','sent')`, ts(j.opt.Now()), boolInt(dup), string(list))
 		return err
 	})
 }

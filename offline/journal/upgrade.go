@@ -29,8 +29,15 @@ const (
 	// confirmation (confirmed_at, resends, lacks, dup_ack, confirm_due).
 	// Rows acked before it are unconfirmed: HQ is asked about each once.
 	schemaConfirmed = 2
+	// schemaStreamSeq: txns has stream_seq (the stream sequence of the
+	// row's last PubAck, which HQ uses to tell a row its consumer has not
+	// read yet from one it lacks) and first_acked_at (the first ack of
+	// the row's way to HQ, kept across resends: the age of an
+	// unconfirmed row). Rows acked before it have stream_seq 0 (HQ
+	// answers for them as before) and first_acked_at = acked_at.
+	schemaStreamSeq = 3
 
-	schemaVersion = schemaConfirmed // what this version writes
+	schemaVersion = schemaStreamSeq // what this version writes
 )
 
 // upgrade brings the rows of a journal of an earlier schema version to
@@ -47,12 +54,24 @@ func upgrade(ctx context.Context, tx *sql.Tx, log *slog.Logger) error {
 	}
 	// The columns first: fixTimes rewrites them too (all NULL here).
 	if v < schemaConfirmed {
-		n, err := addConfirmColumns(ctx, tx)
+		n, err := addColumns(ctx, tx, confirmColumns())
 		if err != nil {
 			return fmt.Errorf("upgrade journal to schema version %d (delivery confirmation): %w", schemaConfirmed, err)
 		}
 		if n > 0 {
 			log.Info("journal upgraded: delivery confirmation columns added; acked rows are confirmed with HQ", "columns", n)
+		}
+	}
+	if v < schemaStreamSeq {
+		n, err := addColumns(ctx, tx, streamSeqColumns())
+		if err != nil {
+			return fmt.Errorf("upgrade journal to schema version %d (stream sequences): %w", schemaStreamSeq, err)
+		}
+		if n > 0 {
+			if _, err := tx.ExecContext(ctx, `UPDATE txns SET first_acked_at = acked_at WHERE first_acked_at IS NULL AND acked_at IS NOT NULL`); err != nil {
+				return fmt.Errorf("upgrade journal to schema version %d: first acks: %w", schemaStreamSeq, err)
+			}
+			log.Info("journal upgraded: stream sequence and first ack columns added", "columns", n)
 		}
 	}
 	if v < schemaFixedTimes {
@@ -87,11 +106,19 @@ func confirmColumns() [][2]string {
 	}
 }
 
-// addConfirmColumns adds to txns those of confirmColumns it lacks (a
-// journal created by this version has them all) and returns how many.
-func addConfirmColumns(ctx context.Context, tx *sql.Tx) (int, error) {
+// streamSeqColumns are the columns schemaStreamSeq added to txns.
+func streamSeqColumns() [][2]string {
+	return [][2]string{
+		{"stream_seq", "INTEGER NOT NULL DEFAULT 0"},
+		{"first_acked_at", "TEXT"},
+	}
+}
+
+// addColumns adds to txns those of cols it lacks (a journal created by
+// this version has them all) and returns how many.
+func addColumns(ctx context.Context, tx *sql.Tx, cols [][2]string) (int, error) {
 	n := 0
-	for _, c := range confirmColumns() {
+	for _, c := range cols {
 		has, err := hasColumn(ctx, tx, "txns", c[0])
 		if err != nil {
 			return n, err
@@ -159,7 +186,7 @@ type timeTable struct {
 // added here, and written through ts.
 func timeTables() []timeTable {
 	return []timeTable{
-		{"txns", []string{"created_at", "journaled_at", "acked_at", "confirmed_at", "confirm_due"}, ""},
+		{"txns", []string{"created_at", "journaled_at", "acked_at", "confirmed_at", "confirm_due", "first_acked_at"}, ""},
 		{"items", []string{"updated_at"}, ""},
 		{"quarantine", []string{"at"}, ""},
 		{"unappliable", []string{"at"}, ""},

@@ -53,6 +53,7 @@ type Receiver struct {
 	name    string // NATS connection name
 
 	haveLimit *storeWindows
+	view      *streamView // the have query's look at the stream (pending.go)
 
 	conn    atomic.Pointer[nats.Conn]
 	ready   atomic.Bool // stream and consumer exist
@@ -67,7 +68,8 @@ func NewReceiver(cfg Config, store hqdb.Store, metrics *Metrics, log *slog.Logge
 		name = "posedge-hq"
 	}
 	return &Receiver{cfg: cfg, store: store, metrics: metrics, log: log, name: name,
-		haveLimit: &storeWindows{limit: haveLimitPerStore, window: haveLimitWindow, used: map[string]*storeWindow{}}}
+		haveLimit: &storeWindows{limit: haveLimitPerStore, window: haveLimitWindow, used: map[string]*storeWindow{}},
+		view:      &streamView{}}
 }
 
 // have requests a store may make per window, per posedge-hq process:
@@ -646,11 +648,17 @@ func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
 			reply.Error, result = fmt.Sprintf("store_id %q asked on the subject of %s", req.StoreID, storeID), "invalid"
 		case len(req.FlowNos) > maxHaveFlows:
 			reply.Error, result = fmt.Sprintf("at most %d flow numbers per request", maxHaveFlows), "invalid"
+		case len(req.Seqs) > 0 && len(req.Seqs) != len(req.FlowNos):
+			reply.Error, result = fmt.Sprintf("%d seqs for %d flow numbers", len(req.Seqs), len(req.FlowNos)), "invalid"
 		case !r.haveLimit.allow(storeID, time.Now()):
 			// One store's credentials must not load HQ's database (issue
 			// 22 finding 6); posedge asks a few times a minute.
 			reply.Error, result = fmt.Sprintf("at most %d have requests per store in %v; retry later", haveLimitPerStore, haveLimitWindow), "limited"
 		default:
+			var pos streamPos
+			if len(req.Seqs) > 0 {
+				pos = r.streamPos(ctx) // before the database: see streamPos
+			}
 			qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			have, err := r.store.Have(qctx, storeID, req.FlowNos)
 			cancel()
@@ -659,6 +667,9 @@ func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
 				reply.Error, result = "database unavailable", "error"
 			} else {
 				reply.Have = have
+				if len(req.Seqs) > 0 {
+					reply.Pending = pos.pendingOf(req.FlowNos, req.Seqs, have)
+				}
 			}
 		}
 		if m.Reply == "" {

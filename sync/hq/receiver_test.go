@@ -308,6 +308,16 @@ func TestHaveRequest(t *testing.T) {
 	if r := ask(wire.HaveSubject("S001"), "nonsense"); r.Error == "" {
 		t.Fatalf("bad request answered: %+v", r)
 	}
+	// With the PubAck sequences: the three sales are read (the consumer's
+	// ack floor is past them), so what HQ lacks is not pending: flow 3
+	// at a sequence read, flow 5 at one past the stream's last.
+	if r := ask(wire.HaveSubject("S001"), wire.HaveRequest{StoreID: "S001", FlowNos: []string{"1", "3", "5"}, Seqs: []uint64{1, 2, 99}}); r.Error != "" ||
+		strings.Join(r.Have, ",") != "1" || len(r.Pending) != 0 {
+		t.Fatalf("have with seqs = %+v, want have [1], nothing pending", r)
+	}
+	if r := ask(wire.HaveSubject("S001"), wire.HaveRequest{StoreID: "S001", FlowNos: []string{"1", "3"}, Seqs: []uint64{1}}); r.Error == "" {
+		t.Fatalf("seqs not paired with flow_nos answered: %+v", r)
+	}
 
 	// A reply subject outside the asking store's inbox is never answered
 	// (issue 22 finding 4: HQ overwrote a catalog key so): not another

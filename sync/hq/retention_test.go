@@ -8,9 +8,10 @@ import (
 	"github.com/posedge/posedge/sync/hqdb"
 )
 
-// TestMarkRepairSaysPastRetention: an incomplete day inside the stores'
-// 7-day audit is said to repair itself; an older one is said, in words,
-// to be past retention, per store and day.
+// TestMarkRepairSaysPastRetention: an incomplete day inside the days a
+// store's journal keeps (90 by default), all of which its audit covers,
+// is said to repair itself; an older one is said, in words, to be past
+// retention, per store and day.
 func TestMarkRepairSaysPastRetention(t *testing.T) {
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	cases := []struct {
@@ -18,8 +19,9 @@ func TestMarkRepairSaysPastRetention(t *testing.T) {
 		past bool
 	}{
 		{"20261202", false}, // today
-		{"20261125", false}, // exactly 7 days back: still audited
-		{"20261124", true},
+		{"20261124", false}, // 8 days back: audited too (it was not, before)
+		{"20260903", false}, // exactly 90 days back: still in the journal
+		{"20260902", true},
 		{"20250101", true},
 	}
 	rep := hqdb.Report{}

@@ -2,13 +2,17 @@ package hq_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/sync/hq"
@@ -74,6 +78,7 @@ func TestStore(t *testing.T) {
 			t.Run("Have", func(t *testing.T) { testHave(t, open) })
 			t.Run("Watermark", func(t *testing.T) { testWatermark(t, open) })
 			t.Run("Completeness", func(t *testing.T) { testCompleteness(t, open) })
+			t.Run("DeletedRowsLeaveTheDayShort", func(t *testing.T) { testDeletedRowsLeaveTheDayShort(t, open) })
 			t.Run("ManifestAndHeartbeatNewestWins", func(t *testing.T) { testNewestWins(t, open) })
 			t.Run("Reopen", func(t *testing.T) { testReopen(t, open) })
 			t.Run("StockAdjustmentOnce", func(t *testing.T) { testStockAdjustmentOnce(t, open) })
@@ -378,6 +383,70 @@ func testCompleteness(t *testing.T, open opener) {
 	rep, _ = s.Completeness(context.Background(), t0.Add(12*time.Minute))
 	if len(rep.Incomplete) != 1 || rep.Incomplete[0].StoreID != "S002" || len(rep.Silent) != 1 {
 		t.Fatalf("after the missing sale: %+v", rep)
+	}
+}
+
+// testDeletedRowsLeaveTheDayShort: rows of a complete day deleted by
+// hand from transactions (HQ lost them) make the day incomplete by what
+// they held, and stored again (the store resends them) it is complete:
+// counted once, not twice.
+func testDeletedRowsLeaveTheDayShort(t *testing.T, open opener) {
+	s, dsn := open(t, hqdb.StoreOptions{})
+	ctx := context.Background()
+	rows := []sale{
+		{store: "S001", flow: "1", cents: 700},
+		{store: "S001", flow: "2", cents: 300},
+		{store: "S001", flow: "3", cents: 200, kind: "refund"},
+	}
+	for _, r := range rows {
+		insert(t, s, r.msg(t, t0))
+	}
+	insert(t, s, manifestMsg(t, wire.Manifest{StoreID: "S001", TerminalID: "T01", Date: "20260520", Sales: 2, SalesCents: 1000, Refunds: 1, RefundCents: 200}, t0))
+	if rep, err := s.Completeness(ctx, t0); err != nil || len(rep.Incomplete) != 0 {
+		t.Fatalf("before the loss: %+v %v", rep.Incomplete, err)
+	}
+	execSQL(t, dsn, `DELETE FROM transactions WHERE store_id = 'S001' AND flow_no IN ('2', '3')`)
+	rep, err := s.Completeness(ctx, t0)
+	want := []hqdb.DayDiff{{StoreID: "S001", TerminalID: "T01", Date: "20260520",
+		Manifest: hqdb.Totals{Sales: 2, SalesCents: 1000, Refunds: 1, RefundCents: 200}, Stored: hqdb.Totals{Sales: 1, SalesCents: 700}}}
+	if err != nil || !slices.Equal(rep.Incomplete, want) {
+		t.Fatalf("after deleting 2 rows: %+v %v\nwant %+v", rep.Incomplete, err, want)
+	}
+	if w := watermark(t, s, "S001"); w.Count != 1 {
+		t.Errorf("txn_count %d after deleting 2 of 3 rows, want 1", w.Count)
+	}
+	wantOutcomes(t, insert(t, s, rows[1].msg(t, t0.Add(time.Hour)), rows[2].msg(t, t0.Add(time.Hour))), hqdb.Inserted, hqdb.Inserted)
+	if rep, err := s.Completeness(ctx, t0); err != nil || len(rep.Incomplete) != 0 {
+		t.Fatalf("stored again: %+v %v, want the day complete", rep.Incomplete, err)
+	}
+}
+
+// execSQL runs q on the database at dsn, as an operator would by hand.
+func execSQL(t *testing.T, dsn, q string) {
+	t.Helper()
+	ctx := context.Background()
+	if strings.HasPrefix(dsn, "postgres") {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return
+	}
+	u, err := hq.ParseDatabaseURL(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(q); err != nil {
+		t.Fatalf("%s: %v", q, err)
 	}
 }
 

@@ -219,8 +219,9 @@ type DayDiff struct {
 	Date       string `json:"date"`
 	Manifest   Totals `json:"manifest"`
 	Stored     Totals `json:"stored"`
-	// PastRetention: older than the days the store audits and repairs by
-	// itself (StoreAuditDays); Repair says what happens to it, in words.
+	// PastRetention: older than the days a store's journal keeps by
+	// default, all of which it audits and repairs by itself
+	// (hq.StoreRetentionDays); Repair says what happens to it, in words.
 	PastRetention bool   `json:"past_retention"`
 	Repair        string `json:"repair"`
 }

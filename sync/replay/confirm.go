@@ -24,6 +24,11 @@ import (
 // Nats-Msg-Id, same body, in the replay's batches, through the sync
 // budget. Nothing is resent unless HQ explicitly says it lacks it: HQ
 // down for days costs one unanswered question per round, no resends.
+// The question carries each row's stream sequence (its PubAck's), and
+// HQ answers "pending" for a row it lacks whose message is still in the
+// stream, unread by its consumer: after a long outage HQ works through
+// the stream's backlog while the stores wait, instead of every store
+// resending its backlog (a resend storm).
 
 // confirmBatches bounds one round of questions (each of BatchSize rows),
 // so that a backlog of unconfirmed rows (an upgrade, an HQ outage) is
@@ -46,14 +51,33 @@ func (r *Replayer) confirmLoop(ctx context.Context) {
 	every := r.confirmEvery()
 	wait := every
 	lastAudit := time.Now()
+	// The first whole-journal pass comes within AuditAllEvery of the
+	// start, at a random time: stores restarted together (an upgrade)
+	// do not all read their months at once.
+	lastAll := time.Now().Add(-rand.N(r.cfg.AuditAllEvery))
+	var pass *auditPass // the audit under way, nil when none
 	for sleep(ctx, jitter(wait), nil) {
 		err := r.confirmRound(ctx)
-		if err == nil && (r.auditNow.Load() || time.Since(lastAudit) >= r.cfg.AuditEvery) {
-			r.auditNow.Store(false)
-			if err = r.audit(ctx); err == nil {
-				lastAudit = time.Now()
-			} else {
-				r.auditNow.Store(true) // again once HQ answers
+		if err == nil && pass == nil {
+			switch {
+			case time.Since(lastAll) >= r.cfg.AuditAllEvery:
+				pass = &auditPass{} // every day the journal holds
+			case r.auditNow.Load() || time.Since(lastAudit) >= r.cfg.AuditEvery:
+				pass = &auditPass{from: businessday.Of(time.Now().AddDate(0, 0, -r.cfg.AuditDays), r.cfg.Location)}
+			}
+			if pass != nil {
+				r.auditNow.Store(false)
+			}
+		}
+		if err == nil && pass != nil {
+			// A slice per round; on an error the pass goes on from where
+			// it stood once HQ answers again.
+			var done bool
+			if done, err = r.audit(ctx, pass); err == nil && done {
+				if pass.from == "" {
+					lastAll = time.Now()
+				}
+				pass, lastAudit = nil, time.Now()
 			}
 		}
 		switch {
@@ -99,11 +123,16 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 		if len(rows) == 0 {
 			return nil
 		}
-		flows := make([]string, len(rows))
+		flows, seqs := make([]string, len(rows)), make([]uint64, len(rows))
+		known := false
 		for i, u := range rows {
-			flows[i] = u.FlowNo
+			flows[i], seqs[i] = u.FlowNo, u.StreamSeq
+			known = known || u.StreamSeq > 0
 		}
-		have, err := r.have(ctx, l, flows)
+		if !known {
+			seqs = nil // rows acked before the journal kept sequences
+		}
+		have, pending, err := r.ask(ctx, l, flows, seqs)
 		if err != nil {
 			return err
 		}
@@ -111,11 +140,21 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 		for _, f := range have {
 			held[f] = true
 		}
-		var confirmed []string
+		onItsWay := make(map[string]bool, len(pending))
+		for _, f := range pending {
+			onItsWay[f] = true
+		}
+		var confirmed, unread []string
 		lacking := map[time.Duration][]string{} // wait before the next question → rows
 		for _, u := range rows {
 			if held[u.FlowNo] {
 				confirmed = append(confirmed, u.FlowNo)
+				continue
+			}
+			if onItsWay[u.FlowNo] {
+				// Still in the stream, unread by HQ's consumer (a backlog
+				// after an outage): resending it would only duplicate it.
+				unread = append(unread, u.FlowNo)
 				continue
 			}
 			w := r.lackWait(u)
@@ -124,6 +163,9 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 		wctx := context.WithoutCancel(ctx) // HQ's answer is a fact: record it
 		n, err := r.j.MarkConfirmed(wctx, confirmed...)
 		if err != nil {
+			return err
+		}
+		if _, err := r.j.MarkPending(wctx, now.Add(r.cfg.ConfirmAfter), unread...); err != nil {
 			return err
 		}
 		resent := 0
@@ -180,31 +222,46 @@ func firstOf(m map[time.Duration][]string) string {
 	return ""
 }
 
-// audit asks HQ again about the rows of the last AuditDays business days
-// it had confirmed, and puts those it no longer holds back in the
-// outbox (its database restored from an older backup, rows deleted):
-// the day's completeness at HQ (manifest against stored rows) then
-// repairs itself while the journal still holds the rows. It returns an
-// error when HQ did not answer; the rows are asked about again later.
-func (r *Replayer) audit(ctx context.Context) error {
+// auditPass is where an audit of the journal's confirmed rows stands.
+type auditPass struct {
+	from  string // the first business day asked about; "" every day the journal holds
+	after int64  // the last row id asked about
+	lost  int    // rows found gone so far
+}
+
+// audit asks HQ again about the rows it had confirmed, of the business
+// days from pass.from on (all the journal still holds when "":
+// journal.retention, HQ may lose a day of any age the store can still
+// repair), and puts those it no longer
+// holds back in the outbox (its database restored from an older backup,
+// rows deleted): the day's completeness at HQ (manifest against stored
+// rows) then repairs itself. One call asks at most confirmBatches
+// questions, from where pass stands, so that a journal of months is
+// worked through a slice per round beside the confirmations; done is
+// true once the pass reached the journal's end. It returns an error
+// when HQ did not answer; the pass goes on from there later.
+func (r *Replayer) audit(ctx context.Context, pass *auditPass) (done bool, err error) {
 	l := r.nc.Load()
 	if l == nil || !l.nc.IsConnected() {
-		return ErrNotConnected
+		return false, ErrNotConnected
 	}
-	from := businessday.Of(time.Now().AddDate(0, 0, -r.cfg.AuditDays), r.cfg.Location)
-	var after int64
-	lost := 0
-	for {
-		flows, last, err := r.j.ConfirmedSince(ctx, from, after, r.cfg.BatchSize)
+	defer func() {
+		if done && pass.lost > 0 {
+			r.log.Warn("HQ no longer held transactions it had confirmed: published them again from the journal",
+				"rows", pass.lost, "since_day", pass.from)
+		}
+	}()
+	for range confirmBatches {
+		flows, last, err := r.j.ConfirmedSince(ctx, pass.from, pass.after, r.cfg.BatchSize)
 		if err != nil {
-			return err
+			return false, err
 		}
 		if len(flows) == 0 {
-			break
+			return true, nil
 		}
 		have, err := r.have(ctx, l, flows)
 		if err != nil {
-			return err
+			return false, err
 		}
 		held := make(map[string]bool, len(have))
 		for _, f := range have {
@@ -218,23 +275,21 @@ func (r *Replayer) audit(ctx context.Context) error {
 		}
 		n, err := r.j.MarkLost(context.WithoutCancel(ctx), gone...)
 		if err != nil {
-			return err
+			return false, err
 		}
-		lost += n
-		after = last
+		pass.after = last
+		if n > 0 {
+			pass.lost += n
+			r.m.resent.Add(float64(n))
+			r.mu.Lock()
+			r.st.Resent += uint64(n)
+			r.mu.Unlock()
+			r.refreshStats(ctx)
+			r.signal() // resent now, not at the pass's end
+		}
 		if len(flows) < r.cfg.BatchSize {
-			break
+			return true, nil
 		}
 	}
-	if lost > 0 {
-		r.m.resent.Add(float64(lost))
-		r.mu.Lock()
-		r.st.Resent += uint64(lost)
-		r.mu.Unlock()
-		r.log.Warn("HQ no longer holds transactions it had confirmed: publishing them again from the journal",
-			"rows", lost, "since_day", from)
-		r.refreshStats(ctx)
-		r.signal()
-	}
-	return nil
+	return false, nil
 }

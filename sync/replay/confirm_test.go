@@ -40,6 +40,9 @@ type hqSide struct {
 	log  *slog.Logger
 	stop func()
 	st   hqdb.Store // while up
+	// opened, when set, runs once posedge-hq's database is open and
+	// before its receiver starts reading the stream.
+	opened func()
 }
 
 func newHQSide(t *testing.T) *hqSide {
@@ -69,6 +72,9 @@ func (h *hqSide) up() {
 	st, err := hq.OpenStore(ctx, h.cfg.Database, hqdb.StoreOptions{Logger: h.log})
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	if h.opened != nil {
+		h.opened()
 	}
 	recv := hq.NewReceiver(h.cfg, st, hq.NewMetrics(st, "test", h.log), h.log, "")
 	done := make(chan error, 1)
@@ -379,6 +385,95 @@ func TestJetStreamLosingAckedMessagesIsRepaired(t *testing.T) {
 	}
 }
 
+// TestNoResendStormAfterALongOutage: posedge-hq is down (the stream
+// intact) while a store sells a backlog, its confirmation loop asking
+// every third of confirm_after without an answer. posedge-hq comes back
+// but works through the stream slowly (its database's write lock held
+// by another process: it answers the have query, yet stores nothing for
+// a few seconds, so many rounds ask about rows it has not read). It
+// answers "pending" for rows still in the stream above its consumer's
+// ack floor: the store resends none of them, each is stored once and
+// confirmed once, and the stream holds each message once.
+func TestNoResendStormAfterALongOutage(t *testing.T) {
+	const sales = 300
+	ctx := context.Background()
+	h := newHQSide(t)
+	js := h.js()
+	if _, err := js.CreateStream(ctx, h.streamConfig()); err != nil { // made by posedge-hq before it went down
+		t.Fatal(err)
+	}
+	s := newStoreSide(t, "SSTORM", h.nats.URL(), nil)
+	flows := s.sell(t, 1, sales)
+	testenv.WaitFor(t, time.Minute, "JetStream to acknowledge the backlog", func() bool { return s.stats(t).Backlog == 0 })
+	time.Sleep(2 * time.Second) // the outage: rounds go unanswered
+	if got := s.counter(t, "posedge_hq_resent_total"); got != 0 {
+		t.Fatalf("resent %v rows while posedge-hq was down", got)
+	}
+
+	// posedge-hq back, its database busy: it answers, it stores nothing.
+	u, err := hq.ParseDatabaseURL(h.cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var release func()
+	h.opened = func() {
+		db, err := sql.Open("sqlite", "file:"+u.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, `BEGIN IMMEDIATE`); err != nil {
+			t.Fatal(err)
+		}
+		release = func() {
+			if _, err := conn.ExecContext(ctx, `ROLLBACK`); err != nil {
+				t.Error(err)
+			}
+			conn.Close()
+			db.Close()
+		}
+	}
+	h.up()
+	answered := s.counter(t, "posedge_hq_confirmed_total")
+	time.Sleep(4 * time.Second) // a dozen rounds at confirm_after 1 s, within HQ's 10 s busy timeout
+	resentMeanwhile := s.counter(t, "posedge_hq_resent_total")
+	st := s.stats(t)
+	release()
+	if got, _ := h.rows(s.id); len(got) != 0 || answered != 0 {
+		t.Fatalf("HQ stored %d rows (confirmed %v) while its database was locked: the test proves nothing", len(got), answered)
+	}
+	if resentMeanwhile != 0 || st.Unconfirmed != sales {
+		t.Errorf("while HQ had not read the stream yet: resent %v rows, unconfirmed %d; want 0 resent (no resend storm), %d unconfirmed",
+			resentMeanwhile, st.Unconfirmed, sales)
+	}
+
+	testenv.WaitFor(t, time.Minute, "HQ to hold every sale, confirmed", func() bool {
+		ok, _ := delivered(t, h, s, flows)
+		return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
+	})
+	if got := s.counter(t, "posedge_hq_resent_total"); got != 0 {
+		t.Errorf("posedge_hq_resent_total %v, want 0", got)
+	}
+	if got := s.counter(t, "posedge_hq_confirmed_total"); got != sales {
+		t.Errorf("posedge_hq_confirmed_total %v, want %d (each row once)", got, sales)
+	}
+	str, err := js.Stream(ctx, h.cfg.Stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	subj := wire.TxnSubject(h.cfg.SubjectPrefix, s.id)
+	info, err := str.Info(ctx, jetstream.WithSubjectFilter(subj))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := info.State.Subjects[subj]; got != sales {
+		t.Errorf("the stream holds %d messages of the store's sales, want %d (none published twice)", got, sales)
+	}
+}
+
 // TestForgedMessageIDDoesNotDropAnotherStoresSales: with a leaked
 // credential of store S001 (the two-account template of
 // docs/security.md), an attacker publishes on S001's own subject under
@@ -505,5 +600,73 @@ func TestIncompleteDayRepairsItself(t *testing.T) {
 		s.counter(t, "posedge_hq_resent_total"))
 	if got := s.counter(t, "posedge_hq_resent_total"); got < 20 {
 		t.Errorf("resent %v rows, want the 20 HQ lost", got)
+	}
+}
+
+// TestDeletedRowsOfAnOldDayAreResent: rows of a day three weeks back —
+// older than the 7 days the hourly audit covers, inside the journal's
+// retention — are deleted by hand from HQ's database after HQ confirmed
+// them. The day's manifest shows it short (GET /v1/completeness); the
+// store's daily audit of every day its journal holds (AuditAllEvery,
+// short here) finds them gone and resends them, and the day is complete
+// again without a person, body for body, each row stored once.
+func TestDeletedRowsOfAnOldDayAreResent(t *testing.T) {
+	ctx := context.Background()
+	h := newHQSide(t)
+	h.up()
+	s := newStoreSide(t, "SDEL", h.nats.URL(), func(c *replay.Config) { c.AuditEvery, c.AuditAllEvery = time.Second, 2*time.Second })
+	day := time.Now().UTC().AddDate(0, 0, -21).Truncate(24 * time.Hour).Add(10 * time.Hour)
+	var flows []string
+	for n := 1; n <= 30; n++ {
+		tx := outageSale(s.id, n, 2, day.Add(time.Duration(n)*time.Minute))
+		if err := s.j.Append(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		flows = append(flows, tx.FlowNo)
+	}
+	testenv.WaitFor(t, time.Minute, "the 30 sales confirmed", func() bool {
+		ok, _ := delivered(t, h, s, flows)
+		return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
+	})
+	if err := s.r.PublishManifest(ctx, day.Format("20060102")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.WaitFor(t, time.Minute, "the day's manifest at HQ, the day complete", func() bool {
+		rep, err := h.st.Completeness(ctx, time.Now())
+		return err == nil && len(rep.Incomplete) == 0 && storedManifests(t, h.cfg.Database, s.id) > 0
+	})
+
+	// HQ loses half the day: rows deleted by hand.
+	u, err := hq.ParseDatabaseURL(h.cfg.Database)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+u.Path+"?_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := db.Exec(`DELETE FROM transactions WHERE store_id = ? AND CAST(flow_no AS INTEGER) % 2 = 0`, s.id)
+	db.Close()
+	if n, _ := res.RowsAffected(); err != nil || n != 15 {
+		t.Fatalf("deleted %d rows (%v), want 15", n, err)
+	}
+	if rep, err := h.st.Completeness(ctx, time.Now()); err != nil || len(rep.Incomplete) == 0 {
+		t.Fatalf("HQ lost 15 rows, yet the day is complete: %+v %v", rep.Incomplete, err)
+	}
+	start := time.Now()
+	testenv.WaitFor(t, 30*time.Second, "HQ to hold every sale again, the day complete", func() bool {
+		ok, _ := delivered(t, h, s, flows)
+		if !ok || s.stats(t).Unconfirmed != 0 || s.stats(t).Backlog != 0 {
+			return false
+		}
+		rep, err := h.st.Completeness(ctx, time.Now())
+		return err == nil && len(rep.Incomplete) == 0
+	})
+	t.Logf("repaired %v after the delete; resent %v rows", time.Since(start).Round(time.Millisecond),
+		s.counter(t, "posedge_hq_resent_total"))
+	// Resends inside the stream's duplicate window are dropped by
+	// JetStream and retried until it has passed: more than 15.
+	if got := s.counter(t, "posedge_hq_resent_total"); got < 15 {
+		t.Errorf("resent %v rows, want at least the 15 HQ lost", got)
 	}
 }

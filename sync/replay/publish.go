@@ -68,8 +68,9 @@ func (r *Replayer) batch(ctx context.Context, l *link) (int, error) {
 // flight is a batch handed to the NATS client, its acks awaited.
 type flight struct {
 	rows    []journal.Outgoing
-	results []error // per row: nil once acked
-	dups    []bool  // per row: its ack said duplicate (not proof HQ has it)
+	results []error  // per row: nil once acked
+	dups    []bool   // per row: its ack said duplicate (not proof HQ has it)
+	seqs    []uint64 // per row: the stream sequence its ack named
 	futs    []jetstream.PubAckFuture
 	start   time.Time
 	rec     *recording
@@ -81,7 +82,7 @@ type flight struct {
 // row just before its publish lets the check's decoding overlap with the
 // server's work on the rows before.
 func (r *Replayer) send(ctx context.Context, l *link, rows []journal.Outgoing) *flight {
-	f := &flight{rows: rows, results: make([]error, len(rows)), dups: make([]bool, len(rows)), futs: make([]jetstream.PubAckFuture, len(rows)),
+	f := &flight{rows: rows, results: make([]error, len(rows)), dups: make([]bool, len(rows)), seqs: make([]uint64, len(rows)), futs: make([]jetstream.PubAckFuture, len(rows)),
 		start: time.Now(), rec: r.startRecording(ctx, rows[len(rows)-1])}
 	for i, o := range rows {
 		err, ok := r.checked[o.RowID]
@@ -123,18 +124,18 @@ func (r *Replayer) land(ctx context.Context) error {
 	}
 	r.inflight = nil
 	r.wait(ctx, f)
-	var acked, dups []int64
+	var acked, dups []journal.Ack
 	failed := map[string][]string{} // reason → rows
 	var firstErr error
 	full := 0
 	for i, o := range f.rows {
 		err := f.results[i]
 		if err == nil && f.dups[i] {
-			dups = append(dups, o.RowID)
+			dups = append(dups, journal.Ack{RowID: o.RowID, StreamSeq: f.seqs[i]})
 			continue
 		}
 		if err == nil {
-			acked = append(acked, o.RowID)
+			acked = append(acked, journal.Ack{RowID: o.RowID, StreamSeq: f.seqs[i]})
 			continue
 		}
 		if reason, ok := permanent(err); ok {
@@ -190,7 +191,7 @@ func (r *Replayer) wait(ctx context.Context, f *flight) {
 		if expired {
 			select {
 			case ack := <-fut.Ok():
-				f.dups[i] = ack != nil && ack.Duplicate
+				f.dups[i], f.seqs[i] = ackOf(ack)
 			case err := <-fut.Err():
 				f.results[i] = err
 			default:
@@ -200,7 +201,7 @@ func (r *Replayer) wait(ctx context.Context, f *flight) {
 		}
 		select {
 		case ack := <-fut.Ok():
-			f.dups[i] = ack != nil && ack.Duplicate
+			f.dups[i], f.seqs[i] = ackOf(ack)
 		case err := <-fut.Err():
 			f.results[i] = err
 		case <-t.C:
@@ -211,6 +212,15 @@ func (r *Replayer) wait(ctx context.Context, f *flight) {
 			f.results[i] = ctx.Err()
 		}
 	}
+}
+
+// ackOf is whether a PubAck said duplicate and the stream sequence it
+// named (for a duplicate, the sequence of the message JetStream kept).
+func ackOf(ack *jetstream.PubAck) (dup bool, seq uint64) {
+	if ack == nil {
+		return false, 0
+	}
+	return ack.Duplicate, ack.Sequence
 }
 
 // take charges the sync budget and reads the next batch: the rows read
@@ -346,8 +356,8 @@ type recording struct {
 // outcome is what became of a batch's rows: acked, or failed for a
 // reason (resent later).
 type outcome struct {
-	acked  []int64             // rowids
-	dups   []int64             // rowids acked as duplicates
+	acked  []journal.Ack       // rows and the stream sequences their acks named
+	dups   []journal.Ack       // rows acked as duplicates
 	failed map[string][]string // reason → flow numbers
 }
 
@@ -389,13 +399,13 @@ func (r *Replayer) settle() error {
 // record marks rows acked, and counts a publish attempt and keeps the
 // error of the others.
 func (r *Replayer) record(ctx context.Context, o outcome) error {
-	if err := r.j.MarkAckedRows(ctx, o.acked...); err != nil {
+	if err := r.j.MarkAckedSeqs(ctx, false, o.acked); err != nil {
 		return fmt.Errorf("mark %d rows acked (they are resent): %w", len(o.acked), err)
 	}
 	// A duplicate ack is an ack all the same (the outbox moves on), but
 	// not proof: the message JetStream kept under the Nats-Msg-Id may be
 	// another's, or lost since. HQ's confirmation decides (confirm.go).
-	if err := r.j.MarkAckedDuplicateRows(ctx, o.dups...); err != nil {
+	if err := r.j.MarkAckedSeqs(ctx, true, o.dups); err != nil {
 		return fmt.Errorf("mark %d rows acked as duplicates (they are resent): %w", len(o.dups), err)
 	}
 	if n := len(o.acked) + len(o.dups); n > 0 {
@@ -569,29 +579,39 @@ func (r *Replayer) skipConfirmed(ctx context.Context, l *link, rows []journal.Ou
 // have is the "what do you hold" request to posedge-hq, on a subject
 // outside the stream, bounded by HaveTimeout.
 func (r *Replayer) have(ctx context.Context, l *link, flows []string) ([]string, error) {
-	req, err := json.Marshal(wire.HaveRequest{StoreID: r.cfg.StoreID, FlowNos: flows})
+	have, _, err := r.ask(ctx, l, flows, nil)
+	return have, err
+}
+
+// ask is the have query with the stream sequences of the rows' acks
+// (seqs, paired with flows; nil when none is known): HQ then also lists
+// the rows it lacks whose messages its consumer has not read yet
+// (pending), which the store must not resend.
+func (r *Replayer) ask(ctx context.Context, l *link, flows []string, seqs []uint64) (have, pending []string, err error) {
+	req, err := json.Marshal(wire.HaveRequest{StoreID: r.cfg.StoreID, FlowNos: flows, Seqs: seqs})
 	if err != nil {
-		return nil, fmt.Errorf("encode have request: %w", err)
+		return nil, nil, fmt.Errorf("encode have request: %w", err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.HaveTimeout)
 	defer cancel()
 	msg, err := l.nc.RequestWithContext(rctx, wire.HaveSubject(r.cfg.StoreID), req)
 	if err != nil {
-		return nil, fmt.Errorf("ask HQ what it holds: %w", err)
+		return nil, nil, fmt.Errorf("ask HQ what it holds: %w", err)
 	}
 	var rep wire.HaveReply
 	if err := json.Unmarshal(msg.Data, &rep); err != nil {
-		return nil, fmt.Errorf("decode HQ's have reply: %w", err)
+		return nil, nil, fmt.Errorf("decode HQ's have reply: %w", err)
 	}
 	if rep.Error != "" {
-		return nil, fmt.Errorf("HQ's have reply: %s", rep.Error)
+		return nil, nil, fmt.Errorf("HQ's have reply: %s", rep.Error)
 	}
 	now := time.Now()
 	r.mu.Lock()
 	r.st.HQAnsweredAt = &now
 	r.mu.Unlock()
 	sort.Strings(rep.Have)
-	return slices.Compact(rep.Have), nil
+	sort.Strings(rep.Pending)
+	return slices.Compact(rep.Have), slices.Compact(rep.Pending), nil
 }
 
 // hint adds advice to an error an operator reads in the status.

@@ -79,13 +79,18 @@ type Config struct {
 	Pace time.Duration
 	// HeartbeatEvery is the heartbeat period; default 1m.
 	HeartbeatEvery time.Duration
-	// AuditEvery is how often the store asks HQ again about the rows of
-	// the last AuditDays business days it had confirmed, and resends
+	// AuditEvery is how often the store asks HQ again about the rows it
+	// had confirmed of the last AuditDays business days, and resends
 	// those HQ no longer holds (its database restored from an older
 	// backup, rows deleted): incomplete days repair themselves. Also
-	// after each day's manifest. Defaults 1h and 7 days.
-	AuditEvery time.Duration
-	AuditDays  int
+	// after each day's manifest. AuditAllEvery is how often the audit
+	// covers every day the journal still holds (journal.retention)
+	// instead: the older days are asked about less often, as each pass
+	// over months of rows loads HQ's database. A pass asks a slice per
+	// confirmation round. Defaults 1h, 7 days and 24h.
+	AuditEvery    time.Duration
+	AuditDays     int
+	AuditAllEvery time.Duration
 	// ConfirmAfter is hq.confirm_after: rows JetStream acknowledged this
 	// long ago are asked about (the have query); those HQ lacks are
 	// published again from the journal. Default 30s.
@@ -145,6 +150,9 @@ func (c *Config) defaults() {
 	}
 	if c.AuditDays <= 0 {
 		c.AuditDays = 7
+	}
+	if c.AuditAllEvery <= 0 {
+		c.AuditAllEvery = 24 * time.Hour
 	}
 	if c.Location == nil {
 		c.Location = time.Local

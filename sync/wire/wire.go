@@ -152,12 +152,22 @@ func parseTxn(body []byte) (Txn, error) {
 type HaveRequest struct {
 	StoreID string   `json:"store_id"`
 	FlowNos []string `json:"flow_nos"`
+	// Seqs, when set, pairs each flow number with the stream sequence
+	// of JetStream's PubAck for it (0: none known). posedge-hq then
+	// tells a row its consumer has not read yet (Pending) from one it
+	// lacks: a store does not resend what is still on its way. Absent
+	// from stores before it, and ignored by posedge-hq before it.
+	Seqs []uint64 `json:"seqs,omitempty"`
 }
 
-// HaveReply lists the requested flow numbers HQ holds.
+// HaveReply lists the requested flow numbers HQ holds and, when the
+// request carried Seqs, those it lacks but whose message is still in the
+// stream, not yet read by its consumer (docs/hq-sync.md, "No resend
+// storm"). A flow number in neither list is one HQ lacks.
 type HaveReply struct {
-	Have  []string `json:"have"`
-	Error string   `json:"error,omitempty"`
+	Have    []string `json:"have"`
+	Pending []string `json:"pending,omitempty"`
+	Error   string   `json:"error,omitempty"`
 }
 
 // Manifest is a terminal's day as the store saw it, published at the end

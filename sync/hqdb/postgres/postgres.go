@@ -18,7 +18,27 @@ import (
 // postgresSchema is HQ's tables in PostgreSQL's types, and the function
 // the one-round-trip ingest raises to fall back (pgingest.go).
 var postgresSchema = append(hqdb.Schema(hqdb.ColumnTypes{Int: "BIGINT", Time: "TIMESTAMPTZ", NullTime: "TIMESTAMPTZ", JSON: "JSON"}),
-	pgNeedsCareFunc)
+	pgNeedsCareFunc,
+	// A row deleted by hand (rows lost at HQ) leaves its day short in
+	// day_totals, as it is in transactions: GET /v1/completeness shows
+	// the day incomplete, the store's audit resends the row, and its
+	// insert counts it again, once (docs/hq-sync.md, "Incomplete days
+	// repair themselves"). TRUNCATE fires no row trigger.
+	`CREATE OR REPLACE FUNCTION posedge_transaction_deleted() RETURNS trigger
+	LANGUAGE plpgsql AS $$
+	BEGIN
+		UPDATE day_totals SET
+			sales = sales - CASE WHEN OLD.kind != 'refund' THEN 1 ELSE 0 END,
+			sales_cents = sales_cents - CASE WHEN OLD.kind != 'refund' THEN OLD.total_cents ELSE 0 END,
+			refunds = refunds - CASE WHEN OLD.kind = 'refund' THEN 1 ELSE 0 END,
+			refund_cents = refund_cents - CASE WHEN OLD.kind = 'refund' THEN OLD.total_cents ELSE 0 END
+		WHERE store_id = OLD.store_id AND terminal_id = OLD.terminal_id AND business_date = OLD.business_date;
+		UPDATE stores SET txn_count = txn_count - 1 WHERE store_id = OLD.store_id;
+		RETURN NULL;
+	END $$`,
+	`CREATE OR REPLACE TRIGGER transactions_deleted AFTER DELETE ON transactions
+		FOR EACH ROW EXECUTE FUNCTION posedge_transaction_deleted()`,
+)
 
 // schemaLock is the advisory lock key that serialises schema creation
 // among posedge-hq processes starting together.
