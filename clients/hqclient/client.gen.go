@@ -41,12 +41,17 @@ type Cents = int
 // DayDiff defines model for DayDiff.
 type DayDiff struct {
 	// Date The store's business day, YYYYMMDD.
-	Date     string `json:"date"`
-	Manifest Totals `json:"manifest"`
+	Date string `json:"date"`
 
-	// PastRetention The day is older than the 90 days a store's journal keeps by default (journal.retention);
+	// JournalRetentionDays The store's journal.retention in whole days, as its last heartbeat said; absent when no
+	// heartbeat of the store said it (past_retention is then judged by the 90-day default).
+	JournalRetentionDays *int   `json:"journal_retention_days,omitempty"`
+	Manifest             Totals `json:"manifest"`
+
+	// PastRetention The day is older than the days this store's journal keeps (journal.retention, as its
+	// last heartbeat said in journal_retention_days; 90 days, the default, before it said):
 	// a store audits every day its journal holds, daily, and repairs it by itself, so past that
-	// nothing resends what HQ lacks of it (unless the store keeps its journal longer).
+	// nothing resends what HQ lacks of it.
 	PastRetention bool `json:"past_retention"`
 
 	// Repair What happens to the day, in words (for people; may change between versions).

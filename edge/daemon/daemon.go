@@ -90,7 +90,7 @@ func Run(ctx context.Context, cfg *config.Config, version string, log *slog.Logg
 	d.replay, err = replay.New(replay.Config{StoreID: cfg.StoreID, NATSURL: cfg.HQ.NATSURL, CredsFile: cfg.HQ.CredsFile,
 		CAFile: cfg.HQ.CAFile, CertFile: cfg.HQ.CertFile, KeyFile: cfg.HQ.KeyFile, SubjectPrefix: cfg.HQ.SubjectPrefix,
 		BatchSize: cfg.HQ.BatchSize, BatchBytes: cfg.HQ.BatchBytes, AckTimeout: cfg.HQ.AckTimeout.D(),
-		ConfirmAfter: cfg.HQ.ConfirmAfter.D(), Version: version, Location: cfg.Location(), StartJitter: replay.DefaultStartJitter, Pace: syncPace(cfg), Health: d.health,
+		ConfirmAfter: cfg.HQ.ConfirmAfter.D(), JournalRetention: cfg.Journal.Retention.D(), Version: version, Location: cfg.Location(), StartJitter: replay.DefaultStartJitter, Pace: syncPace(cfg), Health: d.health,
 		TestClockSkew: testClockSkew(log)}, j, d.limiter, log, d.reg)
 	if err != nil {
 		return fmt.Errorf("hq replay: %w", err)

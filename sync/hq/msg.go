@@ -131,6 +131,9 @@ func DecodeMsg(prefix, subject, schema string, body []byte, receivedAt time.Time
 		if m.Heartbeat.StoreID != storeID {
 			return hqdb.Msg{}, reject(reasonStoreID, "store_id %q in a message on %s", m.Heartbeat.StoreID, subject)
 		}
+		if d := m.Heartbeat.JournalRetentionDays; d < 0 || d > wire.MaxJournalRetentionDays {
+			return hqdb.Msg{}, reject(reasonInvalid, "heartbeat: journal_retention_days %d outside 0-%d", d, wire.MaxJournalRetentionDays)
+		}
 		m.SentAt = sentAt(m.Heartbeat.SentAt, receivedAt)
 	case len(toks) == 2 && toks[1] == "stock":
 		m.Kind = hqdb.KindStockAdjustment

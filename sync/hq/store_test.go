@@ -359,7 +359,10 @@ func testCompleteness(t *testing.T, open opener) {
 		manifestMsg(t, wire.Manifest{StoreID: "S001", TerminalID: "T02", Date: "20260520", Sales: 2, SalesCents: 100}, t0),
 		// nothing at all stored for this terminal
 		manifestMsg(t, wire.Manifest{StoreID: "S002", TerminalID: "T03", Date: "20260520", Refunds: 1, RefundCents: 20}, t0),
-		heartbeatMsg(t, wire.Heartbeat{StoreID: "S002", SentAt: t0.Add(10 * time.Minute).Format(time.RFC3339)}, t0.Add(10*time.Minute)),
+		// S002 says its journal keeps 30 days: completeness says so
+		// beside its incomplete day, for HQ to judge past retention by.
+		heartbeatMsg(t, wire.Heartbeat{StoreID: "S002", SentAt: t0.Add(10 * time.Minute).Format(time.RFC3339),
+			HeartbeatFormat: wire.HeartbeatFormat2, JournalRetentionDays: 30}, t0.Add(10*time.Minute)),
 		heartbeatMsg(t, wire.Heartbeat{StoreID: "S003", SentAt: t0.Format(time.RFC3339)}, t0),
 	)
 	rep, err := s.Completeness(context.Background(), t0.Add(12*time.Minute))
@@ -368,7 +371,7 @@ func testCompleteness(t *testing.T, open opener) {
 	}
 	want := []hqdb.DayDiff{
 		{StoreID: "S001", TerminalID: "T02", Date: "20260520", Manifest: hqdb.Totals{Sales: 2, SalesCents: 100}, Stored: hqdb.Totals{Sales: 1, SalesCents: 50}},
-		{StoreID: "S002", TerminalID: "T03", Date: "20260520", Manifest: hqdb.Totals{Refunds: 1, RefundCents: 20}},
+		{StoreID: "S002", TerminalID: "T03", Date: "20260520", Manifest: hqdb.Totals{Refunds: 1, RefundCents: 20}, JournalRetentionDays: 30},
 	}
 	if !slices.Equal(rep.Incomplete, want) {
 		t.Fatalf("incomplete = %+v\nwant %+v", rep.Incomplete, want)

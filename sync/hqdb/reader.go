@@ -2,10 +2,13 @@ package hqdb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/posedge/posedge/sync/wire"
 )
 
 // ClosingRows are rows a Query hands back: Rows and a Close that reports
@@ -167,6 +170,15 @@ func (r Reader) Completeness(ctx context.Context, now time.Time) (Report, error)
 		return rep, err
 	}
 	rep.Incomplete = DiffDays(days)
+	if len(rep.Incomplete) > 0 {
+		retention, err := r.journalRetention(ctx)
+		if err != nil {
+			return rep, err
+		}
+		for i := range rep.Incomplete {
+			rep.Incomplete[i].JournalRetentionDays = retention[rep.Incomplete[i].StoreID]
+		}
+	}
 	silent, err := list(ctx, r, "completeness", func(rows Rows) ([]SilentStore, error) { return r.Scan.Silent(rows, now) },
 		"SELECT store_id, last_seen_at FROM stores WHERE last_seen_at < ? ORDER BY store_id", r.TimeArg(now.Add(-r.SilentAfter)))
 	if err != nil {
@@ -174,6 +186,38 @@ func (r Reader) Completeness(ctx context.Context, now time.Time) (Report, error)
 	}
 	rep.Silent = append(rep.Silent, silent...)
 	return rep, nil
+}
+
+// journalRetention reads, per store, the journal.retention its last
+// heartbeat said (wire.Heartbeat.JournalRetentionDays, validated when it
+// was received); a store that never said it is absent.
+func (r Reader) journalRetention(ctx context.Context) (map[string]int, error) {
+	type said struct {
+		store string
+		days  int
+	}
+	rows, err := list(ctx, r, "journal retention of the stores", func(rows Rows) ([]said, error) {
+		var out []said
+		for rows.Next() {
+			var id, body string
+			if err := rows.Scan(&id, &body); err != nil {
+				return nil, err
+			}
+			var hb wire.Heartbeat
+			if json.Unmarshal([]byte(body), &hb) == nil && hb.JournalRetentionDays > 0 {
+				out = append(out, said{id, hb.JournalRetentionDays})
+			}
+		}
+		return out, rows.Err()
+	}, "SELECT store_id, CAST(body AS TEXT) FROM heartbeats")
+	if err != nil {
+		return nil, err
+	}
+	m := make(map[string]int, len(rows))
+	for _, s := range rows {
+		m[s.store] = s.days
+	}
+	return m, nil
 }
 
 // Fleet lists every store heard from, sorted by store_id.

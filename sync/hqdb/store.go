@@ -224,6 +224,10 @@ type DayDiff struct {
 	// (hq.StoreRetentionDays); Repair says what happens to it, in words.
 	PastRetention bool   `json:"past_retention"`
 	Repair        string `json:"repair"`
+	// JournalRetentionDays is the store's journal.retention as its last
+	// heartbeat said (wire.Heartbeat); 0 (absent) when it never said,
+	// and past retention is then judged by the default.
+	JournalRetentionDays int `json:"journal_retention_days,omitempty"`
 }
 
 // SilentStore is a store not heard from for longer than silent_after.

@@ -96,7 +96,10 @@ func (r *Replayer) heartbeat(ctx context.Context) error {
 		Backlog: st.Backlog, Version: r.cfg.Version,
 		HeartbeatFormat: wire.HeartbeatFormat2, StoreClock: now,
 		// Rows JetStream acknowledged that HQ has not confirmed storing.
-		Unconfirmed: st.Unconfirmed}
+		Unconfirmed: st.Unconfirmed,
+		// Whole days, rounded down: HQ then says a day past retention a
+		// little early rather than promise a repair the store cannot do.
+		JournalRetentionDays: min(int(r.cfg.JournalRetention/(24*time.Hour)), wire.MaxJournalRetentionDays)}
 	if r.cfg.HeartbeatState != nil {
 		hb.Mode, hb.StatusLevel = r.cfg.HeartbeatState()
 	}

@@ -95,6 +95,10 @@ type Config struct {
 	// long ago are asked about (the have query); those HQ lacks are
 	// published again from the journal. Default 30s.
 	ConfirmAfter time.Duration
+	// JournalRetention is journal.retention, said in the heartbeat so
+	// that posedge-hq knows how far back this store's audit can repair a
+	// day (wire.Heartbeat.JournalRetentionDays); 0: not said.
+	JournalRetention time.Duration
 	// HeartbeatState, when set, gives the daemon's mode and status level
 	// for the heartbeat.
 	HeartbeatState func() (mode, level string)

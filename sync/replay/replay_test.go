@@ -499,13 +499,14 @@ func TestHeartbeatAndManifest(t *testing.T) {
 
 	cfg := testConfig(srv.URL())
 	cfg.HeartbeatEvery = 200 * time.Millisecond
+	cfg.JournalRetention = 30*24*time.Hour + 23*time.Hour // said in whole days, rounded down
 	r, _ := run(t, cfg, j, nil)
 
 	select {
 	case m := <-hbs:
 		var hb wire.Heartbeat
 		if err := json.Unmarshal(m.Data, &hb); err != nil || hb.StoreID != store || hb.Version != "test" ||
-			m.Header.Get(wire.HeaderSchema) != wire.SchemaV1 {
+			hb.JournalRetentionDays != 30 || m.Header.Get(wire.HeaderSchema) != wire.SchemaV1 {
 			t.Fatalf("heartbeat %s %v %v", m.Data, m.Header, err)
 		}
 	case <-time.After(wait):

@@ -204,7 +204,16 @@ type Heartbeat struct {
 	// StoreClock is the store's clock when the heartbeat was built; HQ
 	// compares it with its own receive time for clock_offset_ms.
 	StoreClock string `json:"store_clock,omitempty"`
+	// JournalRetentionDays is the store's journal.retention in whole
+	// days: the oldest business day its audit can still repair at HQ
+	// (older confirmed rows are pruned). posedge-hq's completeness says
+	// past retention by it, per store (docs/hq-sync.md).
+	JournalRetentionDays int `json:"journal_retention_days,omitempty"`
 }
+
+// MaxJournalRetentionDays bounds Heartbeat.JournalRetentionDays: about
+// 100 years; more is a broken or hostile heartbeat.
+const MaxJournalRetentionDays = 36500
 
 // HeartbeatFormat2 is the heartbeat format this build writes.
 const HeartbeatFormat2 = 2
