@@ -146,6 +146,13 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			ops[2].OccurredAt = at.Add(-time.Hour)
 			return ops
 		}, "occurred_at"},
+		{"refused with stock on the shelf", func(ops []Op, w *World) []Op {
+			// Two sales of two from five: one unit was always left, so a
+			// sale of one unit refused for want of stock has no cause.
+			one := []Line{{Barcode: "A", Qty: 1, PriceCents: 350}}
+			return append(ops, Op{Terminal: "T03", Kind: "sale", Key: "k3", Lines: one, TotalCents: 350, Tender: "cash",
+				Status: 409, Body: []byte(`{"error":{"code":"insufficient_stock","message":"not enough stock of A (1 left)"}}`)})
+		}, "never left less stock"},
 		{"stock negative", func(ops []Op, w *World) []Op {
 			w.InitialStock["A"], w.FinalStock["A"] = 2, -1
 			return ops
