@@ -124,7 +124,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		fmt.Fprintf(out, "posedge-sim: history of %d requests written to %s; judge it with: posedge-sim check%s %s\n",
-			len(c.History.Ops()), *historyFile, stockFlag(ScarceStock(c)), *historyFile)
+			len(c.History.Ops()), *historyFile, stockFlag(SeededStock(c)), *historyFile)
 	}
 	sum.Print(out)
 	if sum.ReplayMismatch > 0 {

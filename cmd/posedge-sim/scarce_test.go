@@ -26,13 +26,13 @@ func TestScarceItemsRaceAndAreAudited(t *testing.T) {
 	if err := testenv.BuildBinaries(bin); err != nil {
 		t.Fatal(err)
 	}
-	s := testenv.StartStore(t, testenv.StoreOptions{Bin: bin})
+	s := testenv.StartStore(t, testenv.StoreOptions{Bin: bin, Limits: loose})
 	var terms []Terminal
 	for _, id := range s.Terminals {
 		terms = append(terms, Terminal{ID: id, Key: s.Keys[id]})
 	}
 	c := Config{URL: s.EdgeURL, AdminURL: s.AdminURL, Terminals: terms, SeedItems: 3, ScarceItems: 1, ScarceStock: 5,
-		Rate: 8, Duration: 3 * time.Second, RefundFraction: 0.3, History: &moneycheck.History{}}
+		Rate: 8, Duration: 4 * time.Second, RefundFraction: 0.3, History: &moneycheck.History{}}
 	sum, err := Run(context.Background(), c, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestScarceItemsRaceAndAreAudited(t *testing.T) {
 	if err := writeHistory(path, ops); err != nil {
 		t.Fatal(err)
 	}
-	stock := strings.TrimPrefix(stockFlag(ScarceStock(c)), " --stock ")
+	stock := strings.TrimPrefix(stockFlag(SeededStock(c)), " --stock ")
 	var out strings.Builder
 	if err := runCheck([]string{"--stock", stock, path}, &out); err != nil {
 		t.Fatalf("check of the race's history: %v\n%s", err, &out)
@@ -81,6 +81,19 @@ func TestScarceItemsRaceAndAreAudited(t *testing.T) {
 		t.Fatalf("check of refusals with stock on the shelf: %v, want a causeless refusal", err)
 	}
 }
+
+// loose are limits four terminals at 8 sales a second never reach, so
+// that every second brings its sales (the contract's pay limit would
+// hold them back and the scarce item might not run out).
+const loose = `  store:    {limit: 100000, window: "1s"}
+  terminal: {limit: 100000, window: "1s"}
+  actions:
+    pay:    {limit: 100000, window: "1s"}
+    scan:   {limit: 100000, window: "1s"}
+    refund: {limit: 100000, window: "1s"}
+    sync:   {limit: 100000, window: "1s"}
+  terminal_bytes: {limit: 1073741824, window: "1h"}
+`
 
 func sells(op moneycheck.Op, barcode string) bool {
 	var a struct {

@@ -166,15 +166,22 @@ func DemoBarcode(i int) string { return fmt.Sprintf("2000000%06d", i) }
 // ScarceBarcode is the barcode of scarce item i (1-based).
 func ScarceBarcode(i int) string { return fmt.Sprintf("2999999%06d", i) }
 
-// ScarceStock is what `posedge-sim check --stock` needs to know of a run
-// with scarce items: each one's initial stock.
-func ScarceStock(c Config) map[string]int64 {
+// SeededStock is what `posedge-sim check --stock` needs to know of a run:
+// the stock it PUT for each item it seeded (a refused sale is judged only
+// when every item of it has a known initial stock).
+func SeededStock(c Config) map[string]int64 {
 	out := map[string]int64{}
+	for i := 1; i <= c.SeedItems; i++ {
+		out[DemoBarcode(i)] = demoStock
+	}
 	for i := 1; i <= c.ScarceItems; i++ {
 		out[ScarceBarcode(i)] = c.ScarceStock
 	}
 	return out
 }
+
+// demoStock is the stock of every seeded demo item.
+const demoStock = 1_000_000
 
 // Run seeds the demo items if asked, then runs every terminal until
 // c.Duration has passed or ctx is cancelled, and lets sales in flight
@@ -272,7 +279,7 @@ func seed(ctx context.Context, c Config) error {
 	}
 	var puts []put
 	for i := 1; i <= c.SeedItems; i++ {
-		puts = append(puts, put{DemoBarcode(i), tillclient.ItemWrite{Name: fmt.Sprintf("Demo item %d", i), PriceCents: int64(99 + (i*337)%1900), Stock: 1_000_000}})
+		puts = append(puts, put{DemoBarcode(i), tillclient.ItemWrite{Name: fmt.Sprintf("Demo item %d", i), PriceCents: int64(99 + (i*337)%1900), Stock: demoStock}})
 	}
 	for i := 1; i <= c.ScarceItems; i++ {
 		puts = append(puts, put{ScarceBarcode(i), tillclient.ItemWrite{Name: fmt.Sprintf("Scarce item %d", i), PriceCents: 999, Stock: c.ScarceStock}})

@@ -269,7 +269,8 @@ func Check(ops []Op, w World) (Report, error) {
 // history took (in any mode, in any order, refunds left out: they only
 // add). When even that covers every line of the refused sale, no order
 // of events explains the refusal: the till was turned away from stock
-// that was there.
+// that was there. A refusal with an item of unknown initial stock is not
+// judged.
 func refusalsHaveCause(refusals []Op, effects []effect, w World) error {
 	least := map[string]int64{}
 	for b, n := range w.InitialStock {
@@ -285,20 +286,18 @@ func refusalsHaveCause(refusals []Op, effects []effect, w World) error {
 	}
 	for _, op := range refusals {
 		want := map[string]int64{}
-		known := false
+		known := true
 		for _, l := range op.Lines {
 			want[l.Barcode] += l.Qty
 			_, ok := w.InitialStock[l.Barcode]
-			known = known || ok
+			known = known && ok
 		}
 		if !known {
-			continue // items the world does not stock-check
+			continue // an item of unknown stock may have been the short one
 		}
 		short := false
 		for b, q := range want {
-			if _, ok := w.InitialStock[b]; !ok || least[b] < q {
-				short = true
-			}
+			short = short || least[b] < q
 		}
 		if !short {
 			return fmt.Errorf("sale key %s on %s was refused insufficient_stock, yet the history never left less stock than it asked for (%v): %s",

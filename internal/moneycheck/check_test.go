@@ -201,3 +201,19 @@ func TestScarceStock(t *testing.T) {
 		})
 	}
 }
+
+// A refused sale with an item of unknown initial stock is not judged:
+// that item may have been the short one.
+func TestRefusalWithAnItemOfUnknownStockIsNotJudged(t *testing.T) {
+	ops, w := good()
+	lines := []Line{{Barcode: "A", Qty: 1, PriceCents: 350}, {Barcode: "B", Qty: 1, PriceCents: 10}}
+	ops = append(ops, Op{Terminal: "T03", Kind: "sale", Key: "k3", Lines: lines, TotalCents: 360, Tender: "cash",
+		Status: 409, Body: []byte(`{"error":{"code":"insufficient_stock","message":"not enough stock of B (0 left)"}}`)})
+	r, err := Check(ops, w)
+	if err != nil {
+		t.Fatalf("a refusal for an item of unknown stock was judged: %v", err)
+	}
+	if r.OutOfStock != 1 {
+		t.Fatalf("OutOfStock = %d, want 1", r.OutOfStock)
+	}
+}
