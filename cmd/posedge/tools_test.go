@@ -24,10 +24,11 @@ import (
 // Checks by tools nobody here wrote: promtool, systemd-analyze, lintian,
 // Redocly CLI (npm).
 // `make test-tools` (called by `make test`) runs every TestTool* after
-// building the packages. Without a tool the test fails under CI=true and
-// skips elsewhere, saying what to install.
+// building the packages. Without a tool the test fails, saying what to
+// install, in CI and elsewhere alike.
 
-// needTool returns the tool's path, or fails (CI) / skips (elsewhere).
+// needTool returns the tool's path, or fails naming the package that
+// provides it.
 func needTool(t *testing.T, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
