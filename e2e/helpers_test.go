@@ -590,10 +590,11 @@ func expect(told []mixTxn, loc *time.Location) expected {
 }
 
 // auditMix proves the money of a fault test adds up everywhere: every
-// transaction a till was told of (every 2xx) is in the journals (one per
-// daemon given) once and nothing else is; HQ holds each once, nothing
-// else, with the same net cents, and its conflicts table is empty (a flow
-// number issued twice lands there); Redis's stock of every item and the
+// transaction a till was told of (every 2xx) is in exactly one of the
+// journals (one per daemon given), its row the till's sale (terminal,
+// key, kind, tender, total, original), and nothing else is; HQ holds each,
+// nothing else, with the same net cents, and its conflicts table is empty
+// (a flow number issued twice lands there); Redis's stock of every item and the
 // daily counters per terminal and per tender and the hourly ones are
 // exactly what the tills were told. HQ and Redis are polled (replay and
 // degraded-mode apply take time); the failure names the last state seen.
