@@ -85,7 +85,7 @@ func TestDaemonKillLoop(t *testing.T) {
 	recovered := s.JournalRows("mode = 'recovered'")
 	scans := logCount(t, s, "journaled a sale a crash left only in redis")
 	t.Logf("%d runs, %d transactions told, each audited against the journal, HQ, Redis and moneycheck (%v); "+
-		"the crash between script and journal taken %d times (%d of them journaled by the start-up scan)",
+		"the crash between script and journal taken %d times (journal rows 'recovered'; the start-up scan logged %d journalings of such sales)",
 		runs, len(all), time.Since(start).Round(time.Second), recovered, scans)
 	if recovered == 0 {
 		t.Fatalf("no kill landed between a script and its journal commit in %d runs (Redis answers held %v): the loop did not test its window", runs, killWindow)
