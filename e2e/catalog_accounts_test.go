@@ -121,10 +121,13 @@ func TestCatalogUnderTwoAccountTemplate(t *testing.T) {
 		t.Fatal(err)
 	}
 	snc.Flush()
-	time.Sleep(500 * time.Millisecond)
-	if n := len(violations); n < 7 {
-		t.Errorf("%d permission violations for S002's six writes and one read of S001's changes, want 7", n)
-	}
+	// The server refuses each write and the read with a permission
+	// violation as it takes them: waiting for all seven (not a sleep)
+	// means every forged write was seen and refused before the catalog
+	// is read back; a write let through would send none and time out.
+	testenv.WaitForState(t, 10*time.Second, "a permission violation for each of S002's six writes and one read of S001's changes", func() (bool, string) {
+		return len(violations) >= 7, fmt.Sprintf("%d violations", len(violations))
+	})
 	after, err := kv.Get(context.Background(), "_all.B1")
 	if err != nil || after.Revision() != before.Revision() {
 		t.Errorf("the catalog key _all.B1 changed through a store's user (revision %d, was %d): %v", after.Revision(), before.Revision(), err)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"database/sql"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,46 @@ func loopFS(t *testing.T, img string, format bool) string {
 	return mnt
 }
 
+// unsyncedCommits makes a WAL database at path whose first commit (row -1)
+// is fsynced (synchronous=FULL, as the journal's), then commits n rows
+// one by one with synchronous=OFF, none fsynced; the caller closes it
+// after the disk is copied.
+func unsyncedCommits(t *testing.T, path string, n int) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.SetMaxOpenConns(1) // the pragma below holds for this one connection
+	for _, q := range []string{`CREATE TABLE rows (n INTEGER PRIMARY KEY)`, `INSERT INTO rows (n) VALUES (-1)`, `PRAGMA synchronous=OFF`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatalf("control database: %s: %v", q, err)
+		}
+	}
+	for i := range n {
+		if _, err := db.Exec(`INSERT INTO rows (n) VALUES (?)`, i); err != nil {
+			t.Fatalf("control database: %v", err)
+		}
+	}
+	return db
+}
+
+// committedRows reads a copy of unsyncedCommits's database: whether its
+// fsynced row is there and how many of the others.
+func committedRows(t *testing.T, path string) (synced bool, unsynced int) {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(1000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var first int
+	if err := db.QueryRow(`SELECT COUNT(*) FILTER (WHERE n = -1), COUNT(*) FILTER (WHERE n >= 0) FROM rows`).Scan(&first, &unsynced); err != nil {
+		t.Fatalf("the copy of the control database: %v", err)
+	}
+	return first == 1, unsynced
+}
+
 // TestSaleSurvivesLossOfThePageCache: the journal lives on an ext4
 // filesystem in a loop-mounted image; four tills sell the realistic mix
 // on it (multi-line and token sales, refunds, batch uploads) until
@@ -58,7 +99,10 @@ func loopFS(t *testing.T, img string, format bool) string {
 // hold every transaction answered 2xx. A file written just before the copy
 // without fsync must be missing from it: that proves the copy loses
 // unsynced data, so the sales are in it because the journal fsynced them
-// (synchronous=FULL), not by luck. Needs root, losetup, mkfs.ext4 and
+// (synchronous=FULL), not by luck. So must the commits of a second SQLite
+// database beside the journal, in WAL mode as the journal is, made with
+// synchronous=OFF after one made with FULL (which must be there): the
+// test would fail on a journal that did not fsync its commits. Needs root, losetup, mkfs.ext4 and
 // mount (skipped with the reason otherwise; dm-flakey is not used: the
 // kernel here has no device-mapper).
 func TestSaleSurvivesLossOfThePageCache(t *testing.T) {
@@ -86,13 +130,25 @@ func TestSaleSurvivesLossOfThePageCache(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mnt, "control"), control, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	const unsynced = 50
+	off := unsyncedCommits(t, filepath.Join(mnt, "off.db"), unsynced)
 	snap := filepath.Join(dir, "snap.img")
 	sh(t, "cp", "--sparse=always", filepath.Join(dir, "disk.img"), snap)
 	s.Edge.Kill()
 
+	off.Close()
+
 	after := loopFS(t, snap, false)
 	if b, err := os.ReadFile(filepath.Join(after, "control")); err == nil && bytes.Equal(b, control) {
 		t.Fatal("the copy holds a file never fsynced: it did not lose the page cache, so it proves nothing")
+	}
+	synced, kept := committedRows(t, filepath.Join(after, "off.db"))
+	t.Logf("beside the journal: the fsynced commit in the copy: %v; %d of %d commits made with synchronous=OFF", synced, kept, unsynced)
+	if !synced {
+		t.Fatal("the copy lacks a commit made with synchronous=FULL")
+	}
+	if kept == unsynced {
+		t.Fatalf("all %d commits made with synchronous=OFF survived the copy: a journal that did not fsync would pass too", unsynced)
 	}
 	got := journalTxns(t, filepath.Join(after, "journal.db"))
 	for _, tx := range told {

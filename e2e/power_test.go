@@ -25,7 +25,8 @@ import (
 // AOF, the sentinels agree on a master again, posedge starts. The tills
 // sell the realistic mix; everything a till was told of is still there,
 // exactly once, at HQ too (money audit); counters and stock are rebuilt
-// from the journal; no flow number repeats.
+// from the journal; no flow number repeats (moneycheck) and none is
+// skipped but for a request whose answer was lost.
 func TestPowerCut(t *testing.T) {
 	s := startStore(t, testenv.StoreOptions{Limits: paced})
 	putMixItems(s)
@@ -82,16 +83,27 @@ func TestPowerCut(t *testing.T) {
 	if out, err := exec.Command(filepath.Join(bin, "posedge"), "journal", "verify", "--config", s.Config).CombinedOutput(); err != nil {
 		t.Fatalf("posedge journal verify: %v\n%s", err, out)
 	}
-	// No number was issued twice: the journal's flow numbers are unique
-	// (its key) and each sale's (terminal, key) has one.
-	var rows, keys int
-	db := journalDB(t, s)
-	if err := db.QueryRow(`SELECT COUNT(*), COUNT(DISTINCT terminal_id || ':' || idem_key) FROM txns`).Scan(&rows, &keys); err != nil || rows != keys {
-		t.Fatalf("%d rows for %d keys (%v)", rows, keys, err)
-	}
+	// No number issued twice and each key answered once are moneycheck's
+	// (auditMix: flow numbers unique across what tills were told, a
+	// retry's answer the first's, each journal row the till's sale).
+	// What is left: numbers Redis issued that no journal row holds. Each
+	// is a script that ran for a request whose answer the till never got
+	// (the cut, a 5xx whose sale was undone): never more gaps than keys a
+	// till had to retry for want of an answer.
 	var gaps int
-	_ = db.QueryRow(`SELECT COALESCE(MAX(seq) - MIN(seq) + 1 - COUNT(*), 0) FROM txns WHERE seq > 0`).Scan(&gaps)
-	t.Logf("%d flow numbers issued by Redis but never journaled (scripts whose answers the cut lost)", gaps)
+	if err := journalDB(t, s).QueryRow(`SELECT COALESCE(MAX(seq) - MIN(seq) + 1 - COUNT(*), 0) FROM txns WHERE seq > 0`).Scan(&gaps); err != nil {
+		t.Fatalf("count flow number gaps: %v", err)
+	}
+	unanswered := map[string]bool{}
+	for _, op := range tl.hist.Ops() {
+		if op.Indeterminate() {
+			unanswered[op.Terminal+" "+op.Key] = true
+		}
+	}
+	t.Logf("%d flow numbers issued by Redis but never journaled; %d keys had a request go unanswered", gaps, len(unanswered))
+	if gaps > len(unanswered) {
+		t.Fatalf("%d flow numbers skipped, but only %d keys ever went unanswered: numbers were skipped that no lost answer explains", gaps, len(unanswered))
+	}
 }
 
 // aofWatch samples the size of each node's active AOF file.

@@ -76,6 +76,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.Float64Var(&c.RefundFraction, "refunds", 0, "fraction of sales refunded (one unit of a line) right after")
 	fs.DurationVar(&c.BatchEvery, "batch-every", 0, "an offline till uploads a /v1/sales/batch this often (0: never)")
 	fs.IntVar(&c.BatchSize, "batch-size", 20, "sales per batch upload (at most 100)")
+	fs.IntVar(&c.ScarceItems, "scarce", 0, "PUT this many scarce items (--scarce-stock each) that a third of the sales race for")
+	fs.Int64Var(&c.ScarceStock, "scarce-stock", 5, "initial stock of each scarce item")
 	historyFile := fs.String("history", "", "write every request's intent and answer to this file (JSON), for `posedge-sim check FILE`")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
@@ -106,6 +108,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if c.BatchSize < 1 || c.BatchSize > 100 || c.BatchEvery < 0 {
 		return errors.New("--batch-size must be in [1, 100], --batch-every >= 0")
 	}
+	if c.ScarceItems < 0 || c.ScarceItems > 0 && c.ScarceStock < 1 {
+		return errors.New("--scarce must be >= 0, --scarce-stock >= 1")
+	}
 	c.UserAgent = "posedge-sim/" + version
 	if *historyFile != "" {
 		c.History = &moneycheck.History{}
@@ -118,7 +123,8 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		if err := writeHistory(*historyFile, c.History.Ops()); err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "posedge-sim: history of %d requests written to %s\n", len(c.History.Ops()), *historyFile)
+		fmt.Fprintf(out, "posedge-sim: history of %d requests written to %s; judge it with: posedge-sim check%s %s\n",
+			len(c.History.Ops()), *historyFile, stockFlag(SeededStock(c)), *historyFile)
 	}
 	sum.Print(out)
 	if sum.ReplayMismatch > 0 {

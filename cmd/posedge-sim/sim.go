@@ -35,7 +35,15 @@ type Config struct {
 	RefundFraction            float64       // sales refunded (one unit of their first line) right after
 	BatchEvery                time.Duration // an offline till uploads a batch this often (0: never)
 	BatchSize                 int           // sales per batch upload, default 20
-	UserAgent                 string
+	// Scarce items are PUT with ScarceStock units each (default 5), and a
+	// third of the sales carry one unit of one of them, so the terminals
+	// race for the last units: a sale refused 409 insufficient_stock is
+	// counted as sold out, not as an error, and moneycheck (with
+	// `posedge-sim check --stock`) holds each refusal and the stock
+	// against the history.
+	ScarceItems int
+	ScarceStock int64
+	UserAgent   string
 	// SaleTimeout bounds one sale with all its retries; a sale running
 	// when Duration ends may finish within it. Default 10s.
 	SaleTimeout time.Duration
@@ -60,6 +68,7 @@ type Summary struct {
 	Retries        int   // network errors, 5xx, request_in_progress: retried with the same key
 	Scans          int
 	TokenSales     int            // sales keyed by a payment token
+	SoldOut        int            // sales refused 409 insufficient_stock (a scarce item ran out)
 	Refunds        int            // refunds answered 201
 	BatchSales     int            // batch-uploaded sales answered 201 in their result
 	Errors         map[string]int // requests given up, by error code
@@ -78,6 +87,7 @@ func (s *Summary) add(o Summary) {
 	s.Retries += o.Retries
 	s.Scans += o.Scans
 	s.TokenSales += o.TokenSales
+	s.SoldOut += o.SoldOut
 	s.Refunds += o.Refunds
 	s.BatchSales += o.BatchSales
 	for k, v := range o.Errors {
@@ -114,6 +124,9 @@ func (s Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "  retries       %6d  (network error, 5xx or in progress: same Idempotency-Key)\n", s.Retries)
 	fmt.Fprintf(w, "  scans         %6d\n", s.Scans)
 	fmt.Fprintf(w, "  token sales   %6d  (keyed by a payment token)\n", s.TokenSales)
+	if s.SoldOut > 0 {
+		fmt.Fprintf(w, "  sold out      %6d  (409 insufficient_stock: a scarce item ran out)\n", s.SoldOut)
+	}
 	fmt.Fprintf(w, "  refunds       %6d\n", s.Refunds)
 	fmt.Fprintf(w, "  batch sales   %6d  (uploaded by an offline till)\n", s.BatchSales)
 	fmt.Fprintf(w, "  errors        %6d\n", nerr)
@@ -150,6 +163,26 @@ func (s Summary) Print(w io.Writer) {
 // DemoBarcode is the barcode of demo item i (1-based), EAN-13 sized.
 func DemoBarcode(i int) string { return fmt.Sprintf("2000000%06d", i) }
 
+// ScarceBarcode is the barcode of scarce item i (1-based).
+func ScarceBarcode(i int) string { return fmt.Sprintf("2999999%06d", i) }
+
+// SeededStock is what `posedge-sim check --stock` needs to know of a run:
+// the stock it PUT for each item it seeded (a refused sale is judged only
+// when every item of it has a known initial stock).
+func SeededStock(c Config) map[string]int64 {
+	out := map[string]int64{}
+	for i := 1; i <= c.SeedItems; i++ {
+		out[DemoBarcode(i)] = demoStock
+	}
+	for i := 1; i <= c.ScarceItems; i++ {
+		out[ScarceBarcode(i)] = c.ScarceStock
+	}
+	return out
+}
+
+// demoStock is the stock of every seeded demo item.
+const demoStock = 1_000_000
+
 // Run seeds the demo items if asked, then runs every terminal until
 // c.Duration has passed or ctx is cancelled, and lets sales in flight
 // finish.
@@ -177,11 +210,14 @@ func Run(ctx context.Context, c Config, log io.Writer) (Summary, error) {
 			c.Barcodes = append(c.Barcodes, DemoBarcode(i))
 		}
 	}
-	if c.SeedItems > 0 {
+	if c.ScarceItems > 0 && c.ScarceStock <= 0 {
+		c.ScarceStock = 5
+	}
+	if c.SeedItems > 0 || c.ScarceItems > 0 {
 		if err := seed(ctx, c); err != nil {
 			return Summary{}, err
 		}
-		fmt.Fprintf(log, "posedge-sim: %d demo items put through %s\n", c.SeedItems, c.AdminURL)
+		fmt.Fprintf(log, "posedge-sim: %d demo items and %d scarce items (stock %d each) put through %s\n", c.SeedItems, c.ScarceItems, c.ScarceStock, c.AdminURL)
 	}
 	fmt.Fprintf(log, "posedge-sim: %d terminals, %.1f sales/s each, for %s against %s\n",
 		len(c.Terminals), c.Rate, c.Duration, c.URL)
@@ -230,25 +266,36 @@ func Run(ctx context.Context, c Config, log io.Writer) (Summary, error) {
 	return total, nil
 }
 
-// seed PUTs the demo items with plenty of stock.
+// seed PUTs the demo items with plenty of stock and the scarce ones with
+// ScarceStock.
 func seed(ctx context.Context, c Config) error {
 	cl, err := newClient(c.AdminURL, c.Client, c.AdminToken, c.UserAgent, false)
 	if err != nil {
 		return err
 	}
+	type put struct {
+		bc   string
+		item tillclient.ItemWrite
+	}
+	var puts []put
 	for i := 1; i <= c.SeedItems; i++ {
-		item := tillclient.ItemWrite{Name: fmt.Sprintf("Demo item %d", i), PriceCents: int64(99 + (i*337)%1900), Stock: 1_000_000}
-		bc := DemoBarcode(i)
+		puts = append(puts, put{DemoBarcode(i), tillclient.ItemWrite{Name: fmt.Sprintf("Demo item %d", i), PriceCents: int64(99 + (i*337)%1900), Stock: demoStock}})
+	}
+	for i := 1; i <= c.ScarceItems; i++ {
+		puts = append(puts, put{ScarceBarcode(i), tillclient.ItemWrite{Name: fmt.Sprintf("Scarce item %d", i), PriceCents: 999, Stock: c.ScarceStock}})
+	}
+	for _, p := range puts {
+		bc, item := p.bc, p.item
 		ictx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		r, err := cl.call(ictx, routePutItem, func(ctx context.Context) (*http.Response, error) {
 			return cl.api.PutItem(ctx, bc, item)
 		})
 		cancel()
 		if err != nil {
-			return fmt.Errorf("seed item %s: %w (is posedge's admin API at %s?)", DemoBarcode(i), err, c.AdminURL)
+			return fmt.Errorf("seed item %s: %w (is posedge's admin API at %s?)", bc, err, c.AdminURL)
 		}
 		if r.status/100 != 2 {
-			return fmt.Errorf("seed item %s: %d %s", DemoBarcode(i), r.status, bytes.TrimSpace(r.body))
+			return fmt.Errorf("seed item %s: %d %s", bc, r.status, bytes.TrimSpace(r.body))
 		}
 	}
 	return nil
@@ -314,8 +361,15 @@ var tenders = []tillclient.Tender{tillclient.TenderCash, tillclient.TenderCard, 
 func (t *till) sale(ctx context.Context) {
 	var b tillclient.SaleRequest
 	lo, hi := min(t.cfg.MinScans, len(t.cfg.Barcodes)), min(t.cfg.MaxScans, len(t.cfg.Barcodes))
+	scan := make([]string, 0, hi+1)
+	if t.cfg.ScarceItems > 0 && rand.IntN(3) == 0 {
+		// First, so that the refund of the first line puts a unit back.
+		scan = append(scan, ScarceBarcode(1+rand.IntN(t.cfg.ScarceItems)))
+	}
 	for _, i := range rand.Perm(len(t.cfg.Barcodes))[:lo+rand.IntN(hi-lo+1)] {
-		bc := t.cfg.Barcodes[i]
+		scan = append(scan, t.cfg.Barcodes[i])
+	}
+	for _, bc := range scan {
 		t.sum.Scans++
 		r, err := t.cl.call(ctx, routeGetItem, func(ctx context.Context) (*http.Response, error) {
 			return t.cl.api.GetItem(ctx, bc)
@@ -364,6 +418,10 @@ func (t *till) sale(ctx context.Context) {
 	}
 	r, err := t.cl.call(ctx, routeSale, sell)
 	t.record("sale", key, saleIntent(b), r, err)
+	if err == nil && r.status == http.StatusConflict && errorCode(r) == "insufficient_stock" {
+		t.sum.SoldOut++ // nothing charged; the customer leaves without it
+		return
+	}
 	if t.failed(r, err, http.StatusCreated) {
 		return
 	}

@@ -63,24 +63,34 @@ func FuzzParse(f *testing.F) {
 }
 
 // TestYAMLLibraryPanicIsANamedError: goccy/go-yaml v1.19.2 dereferences
-// nil (ast.(*ArrayNodeIter).Len) on this three-line file; posedge
-// check-config and posedge run died with the panic. It is an error naming
-// the file and the line now (testdata/fuzz/FuzzParse keeps the input too).
+// nil (ast.(*ArrayNodeIter).Len) on these files, a bare "!" where the
+// terminals list belongs; posedge check-config and posedge run died with
+// the panic. It is an error naming the file and the line now
+// (testdata/fuzz/FuzzParse keeps the three-line input too; the upstream
+// report, docs/upstream/goccy-go-yaml-nil-deref.md, has the two-line one).
 func TestYAMLLibraryPanicIsANamedError(t *testing.T) {
-	in := "store_id: \"S1\"\nterminals:\n !\n"
-	path := filepath.Join(t.TempDir(), "posedge.yaml")
-	if err := os.WriteFile(path, []byte(in), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	_, err := Load(path)
-	if err == nil {
-		t.Fatal("a malformed file loaded")
-	}
-	want := path + ": parse: line 3: "
-	if !strings.HasPrefix(err.Error(), want) {
-		t.Fatalf("error = %q, want it to start with %q", err, want)
-	}
-	if _, err := Parse([]byte(in)); err == nil || !strings.HasPrefix(err.Error(), "parse: line 3: ") {
-		t.Fatalf("Parse: %v", err)
+	for _, tc := range []struct {
+		name, in, line string
+	}{
+		{"as found by FuzzParse", "store_id: \"S1\"\nterminals:\n !\n", "line 3: "},
+		{"minimal, as reported upstream", "terminals:\n !\n", "line 2: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "posedge.yaml")
+			if err := os.WriteFile(path, []byte(tc.in), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(path)
+			if err == nil {
+				t.Fatal("a malformed file loaded")
+			}
+			want := path + ": parse: " + tc.line
+			if !strings.HasPrefix(err.Error(), want) {
+				t.Fatalf("error = %q, want it to start with %q", err, want)
+			}
+			if _, err := Parse([]byte(tc.in)); err == nil || !strings.HasPrefix(err.Error(), "parse: "+tc.line) {
+				t.Fatalf("Parse: %v", err)
+			}
+		})
 	}
 }

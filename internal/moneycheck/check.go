@@ -12,11 +12,14 @@ import (
 // Report says what was checked.
 type Report struct {
 	Ops, Told, Indeterminate, Retries, Refunds, HQRows, Explained int
+	// OutOfStock counts the refusals "insufficient_stock" held against
+	// the stock the history allows.
+	OutOfStock int
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("moneycheck: %d ops, %d told 2xx, %d indeterminate (%d found at HQ), %d retries, %d refunds, %d HQ rows",
-		r.Ops, r.Told, r.Indeterminate, r.Explained, r.Retries, r.Refunds, r.HQRows)
+	return fmt.Sprintf("moneycheck: %d ops, %d told 2xx, %d indeterminate (%d found at HQ), %d retries, %d refunds, %d HQ rows, %d refused for want of stock",
+		r.Ops, r.Told, r.Indeterminate, r.Explained, r.Retries, r.Refunds, r.HQRows, r.OutOfStock)
 }
 
 type answer struct {
@@ -57,6 +60,7 @@ func Check(ops []Op, w World) (Report, error) {
 	r := Report{Ops: len(ops)}
 	told := map[opKey]Op{}
 	refused := map[opKey]Op{}
+	var outOfStock []Op
 	var order []opKey
 	var indet []Op
 	for _, op := range ops {
@@ -66,6 +70,9 @@ func Check(ops []Op, w World) (Report, error) {
 				return r, fmt.Errorf("retry of key %s on %s was refused after it was told:\n first %s\n then  %d %s", op.Key, op.Terminal, prev.Body, op.Status, op.Body)
 			}
 			refused[k] = op
+			if errorCode(op.Body) == "insufficient_stock" {
+				outOfStock = append(outOfStock, op)
+			}
 			continue
 		}
 		if op.Indeterminate() {
@@ -248,8 +255,67 @@ func Check(ops []Op, w World) (Report, error) {
 		if err := neverOversold(effects, w); err != nil {
 			return r, err
 		}
+		r.OutOfStock = len(outOfStock)
+		if err := refusalsHaveCause(outOfStock, effects, w); err != nil {
+			return r, err
+		}
 	}
 	return r, nil
+}
+
+// refusalsHaveCause: a sale refused "insufficient_stock" must have been
+// short of one of its items at some moment. The least stock an item can
+// ever have had is its initial stock less every unit any sale of the
+// history took (in any mode, in any order, refunds left out: they only
+// add). When even that covers every line of the refused sale, no order
+// of events explains the refusal: the till was turned away from stock
+// that was there. A refusal with an item of unknown initial stock is not
+// judged.
+func refusalsHaveCause(refusals []Op, effects []effect, w World) error {
+	least := map[string]int64{}
+	for b, n := range w.InitialStock {
+		least[b] = n
+	}
+	for _, e := range effects {
+		if e.ans.Kind != "sale" {
+			continue
+		}
+		for _, l := range e.ans.Lines {
+			least[l.Barcode] -= l.Qty
+		}
+	}
+	for _, op := range refusals {
+		want := map[string]int64{}
+		known := true
+		for _, l := range op.Lines {
+			want[l.Barcode] += l.Qty
+			_, ok := w.InitialStock[l.Barcode]
+			known = known && ok
+		}
+		if !known {
+			continue // an item of unknown stock may have been the short one
+		}
+		short := false
+		for b, q := range want {
+			short = short || least[b] < q
+		}
+		if !short {
+			return fmt.Errorf("sale key %s on %s was refused insufficient_stock, yet the history never left less stock than it asked for (%v): %s",
+				op.Key, op.Terminal, least, op.Body)
+		}
+	}
+	return nil
+}
+
+// errorCode is the code of an error answer ({"error":{"code":…}}).
+func errorCode(body []byte) string {
+	var e struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &e) // not an error answer: no code
+	return e.Error.Code
 }
 
 // neverOversold: a sale in normal mode is refused when stock is short, so

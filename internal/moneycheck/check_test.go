@@ -146,6 +146,13 @@ func TestBrokenHistoriesFail(t *testing.T) {
 			ops[2].OccurredAt = at.Add(-time.Hour)
 			return ops
 		}, "occurred_at"},
+		{"refused with stock on the shelf", func(ops []Op, w *World) []Op {
+			// Two sales of two from five: one unit was always left, so a
+			// sale of one unit refused for want of stock has no cause.
+			one := []Line{{Barcode: "A", Qty: 1, PriceCents: 350}}
+			return append(ops, Op{Terminal: "T03", Kind: "sale", Key: "k3", Lines: one, TotalCents: 350, Tender: "cash",
+				Status: 409, Body: []byte(`{"error":{"code":"insufficient_stock","message":"not enough stock of A (1 left)"}}`)})
+		}, "never left less stock"},
 		{"stock negative", func(ops []Op, w *World) []Op {
 			w.InitialStock["A"], w.FinalStock["A"] = 2, -1
 			return ops
@@ -192,5 +199,21 @@ func TestScarceStock(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// A refused sale with an item of unknown initial stock is not judged:
+// that item may have been the short one.
+func TestRefusalWithAnItemOfUnknownStockIsNotJudged(t *testing.T) {
+	ops, w := good()
+	lines := []Line{{Barcode: "A", Qty: 1, PriceCents: 350}, {Barcode: "B", Qty: 1, PriceCents: 10}}
+	ops = append(ops, Op{Terminal: "T03", Kind: "sale", Key: "k3", Lines: lines, TotalCents: 360, Tender: "cash",
+		Status: 409, Body: []byte(`{"error":{"code":"insufficient_stock","message":"not enough stock of B (0 left)"}}`)})
+	r, err := Check(ops, w)
+	if err != nil {
+		t.Fatalf("a refusal for an item of unknown stock was judged: %v", err)
+	}
+	if r.OutOfStock != 1 {
+		t.Fatalf("OutOfStock = %d, want 1", r.OutOfStock)
 	}
 }
