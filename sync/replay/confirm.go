@@ -111,10 +111,13 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 		for _, f := range have {
 			held[f] = true
 		}
+		// A duplicate ack HQ lacks: its ID is claimed in the stream, so a
+		// resend there may be dropped again (direct.go).
+		direct := r.deliverDirect(ctx, l, rows, held)
 		var confirmed []string
 		lacking := map[time.Duration][]string{} // wait before the next question → rows
 		for _, u := range rows {
-			if held[u.FlowNo] {
+			if held[u.FlowNo] || direct[u.FlowNo] {
 				confirmed = append(confirmed, u.FlowNo)
 				continue
 			}
