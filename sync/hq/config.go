@@ -234,6 +234,7 @@ func ParseConfig(file string, data []byte) (Config, error) {
 		return Config{}, &ValidationError{Problems: []*ConfigError{{File: file, Err: errors.New(msg)}}}
 	}
 	v := validator{file: file}
+	v.controlChars(&fc)
 	c := DefaultConfig()
 	str := func(dst *string, src *string) {
 		if src != nil {
