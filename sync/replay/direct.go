@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/nats-io/nats.go"
 
@@ -44,18 +43,26 @@ func (r *Replayer) deliverDirect(ctx context.Context, l *link, rows []journal.Un
 	took := map[string]bool{}
 	for _, u := range due {
 		err := r.deliver1(ctx, l, u.FlowNo)
-		if err != nil {
-			lvl := slog.LevelWarn
-			if errors.Is(err, nats.ErrNoResponders) {
-				lvl = slog.LevelDebug // a posedge-hq without direct delivery: the stream it is
-			}
-			r.log.Log(ctx, lvl, "HQ did not take a row directly; publishing it again on the stream", "flow_no", u.FlowNo, "err", err)
-			if ctx.Err() != nil || errors.Is(err, nats.ErrNoResponders) {
-				break
-			}
+		var rowErr *rowError
+		switch {
+		case err == nil:
+			took[u.FlowNo] = true
 			continue
+		case errors.As(err, &rowErr):
+			// HQ answered about this row (refused it, its limit): the
+			// next rows may still go.
+			r.log.Warn("HQ did not take a row directly; publishing it again on the stream", "flow_no", u.FlowNo, "err", err)
+			continue
+		case errors.Is(err, nats.ErrNoResponders):
+			// A posedge-hq without direct delivery: the stream it is.
+			r.log.Debug("HQ does not take rows directly; publishing them again on the stream", "err", err)
+		default:
+			// No answer (a NATS user without the deliver subject's
+			// permission, HQ gone): the others would wait as long.
+			r.log.Warn("HQ did not answer a direct delivery; publishing the rows again on the stream (may this store's NATS user publish on "+
+				wire.DeliverSubject(r.cfg.StoreID)+"? docs/security.md)", "rows", len(due), "err", err)
 		}
-		took[u.FlowNo] = true
+		break
 	}
 	if len(took) > 0 {
 		r.m.direct.Add(float64(len(took)))
@@ -69,10 +76,10 @@ func (r *Replayer) deliverDirect(ctx context.Context, l *link, rows []journal.Un
 func (r *Replayer) deliver1(ctx context.Context, l *link, flowNo string) error {
 	t, err := r.j.ByFlow(ctx, flowNo)
 	if err != nil || t == nil {
-		return fmt.Errorf("read row %s: %w", flowNo, errors.Join(err, errors.New("not in the journal")))
+		return &rowError{fmt.Sprintf("read row %s: %v", flowNo, errors.Join(err, errors.New("not in the journal")))}
 	}
 	if err := r.check(journal.Outgoing{FlowNo: t.FlowNo, Body: t.Body}); err != nil {
-		return err
+		return &rowError{err.Error()} // this row's own: the replay quarantines it
 	}
 	m := nats.NewMsg(wire.DeliverSubject(r.cfg.StoreID))
 	m.Data = t.Body
@@ -89,7 +96,14 @@ func (r *Replayer) deliver1(ctx context.Context, l *link, flowNo string) error {
 		return fmt.Errorf("decode HQ's deliver reply: %w", err)
 	}
 	if dr.Error != "" || dr.Outcome == "" {
-		return fmt.Errorf("HQ's deliver reply for %s: %q", wire.MsgID(r.cfg.StoreID, flowNo), dr.Error)
+		return &rowError{fmt.Sprintf("HQ's deliver reply for %s: %q", wire.MsgID(r.cfg.StoreID, flowNo), dr.Error)}
 	}
 	return nil
 }
+
+// rowError is a direct delivery that failed for its row alone: HQ
+// answered and did not take it (refused, limited, its database down),
+// or the journal could not give it.
+type rowError struct{ msg string }
+
+func (e *rowError) Error() string { return e.msg }
