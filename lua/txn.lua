@@ -263,7 +263,11 @@ redis.call('HSET', KEYS[1], 'state', state, 'fp', fp, 'flow_no', flow, 'owner', 
 -- What txn_undo.lua needs to take this call back exactly: the stock it
 -- did not touch, the token's state before.
 if #unstocked > 0 then redis.call('HSET', KEYS[1], 'unstocked', table.concat(unstocked, ' ')) end
-if redis.call('EXISTS', KEYS[5]) == 1 then
+-- Only this till's own token: a degraded sale was journaled without the
+-- token check, and its apply must not mark another till's token (that
+-- till's sale with it would fail, issue 22 finding 9). The sale is
+-- applied all the same: it happened.
+if redis.call('HGET', KEYS[5], 'terminal') == term then
   redis.call('HSET', KEYS[1], 'token_was', redis.call('HGET', KEYS[5], 'state') or '')
   redis.call('HSET', KEYS[5], 'state', 'PROCESSING')
 end

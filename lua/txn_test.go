@@ -438,3 +438,40 @@ func TestTxnRecordKeepsPackedResult(t *testing.T) {
 		t.Fatalf("retry on an old-layout record: %v", res)
 	}
 }
+
+// TestDegradedApplyTouchesOnlyItsOwnTillsToken: a degraded sale was
+// journaled without Redis, so without the payment-token check; applied
+// later, it must not mark another till's token PROCESSING (that till's
+// sale with it would fail, issue 22 finding 9). The sale itself is
+// applied: it happened. Its own till's token is marked as before.
+func TestDegradedApplyTouchesOnlyItsOwnTillsToken(t *testing.T) {
+	rdb := testenv.StartRedisSingle(t).NodeClient(0)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, mode, tokenTill, want string
+	}{
+		{"T01's degraded sale naming T02's token", "apply_sale", "T02", "PENDING"},
+		{"T01's degraded refund naming T02's token", "apply_refund", "T02", "PENDING"},
+		{"T01's degraded sale naming its own token", "apply_sale", "T01", "PROCESSING"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if err := rdb.FlushAll(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			rdb.HSet(ctx, item("A1"), "name", "Apple", "price_cents", "100", "stock", "5")
+			rdb.Set(ctx, kSeq, "41", 0)
+			rdb.HSet(ctx, kToken, "terminal", c.tokenTill, "state", "PENDING")
+			res := txnCall{mode: c.mode, total: "100", lines: []txnLine{{barcode: "A1", qty: "1", sold: "1"}}}.run(ctx, t, rdb)
+			if len(res) == 0 || res[0] != "ok" {
+				t.Fatalf("txn.lua %s: %v (the sale happened: it must be applied)", c.mode, res)
+			}
+			tok := rdb.HGetAll(ctx, kToken).Val()
+			if tok["state"] != c.want || tok["terminal"] != c.tokenTill {
+				t.Errorf("token after %s: %v, want state %s", c.mode, tok, c.want)
+			}
+			if was, own := rdb.HExists(ctx, kIdem, "token_was").Val(), c.tokenTill == "T01"; was != own {
+				t.Errorf("record keeps token_was: %v, want %v (undo must restore only what the call changed)", was, own)
+			}
+		})
+	}
+}

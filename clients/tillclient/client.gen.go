@@ -869,6 +869,13 @@ type AdminBodyTooLarge struct {
 	} `json:"error"`
 }
 
+// AdminForbiddenOrigin defines model for AdminForbiddenOrigin.
+type AdminForbiddenOrigin struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+}
+
 // AdminInternal defines model for AdminInternal.
 type AdminInternal struct {
 	Error struct {
@@ -885,6 +892,13 @@ type AdminUnauthorized struct {
 
 // AdminUnavailable defines model for AdminUnavailable.
 type AdminUnavailable struct {
+	Error struct {
+		Code interface{} `json:"code,omitempty"`
+	} `json:"error"`
+}
+
+// AdminUnsupportedMediaType defines model for AdminUnsupportedMediaType.
+type AdminUnsupportedMediaType struct {
 	Error struct {
 		Code interface{} `json:"code,omitempty"`
 	} `json:"error"`
@@ -3404,8 +3418,12 @@ type PutItemResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *AdminBodyTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *AdminUnsupportedMediaType
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *AdminInternal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -3433,9 +3451,19 @@ func (r PutItemResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PutItemResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r PutItemResponse) GetJSON413() *AdminBodyTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PutItemResponse) GetJSON415() *AdminUnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -3495,6 +3523,8 @@ type AdjustStockResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *struct {
 		Error struct {
@@ -3509,6 +3539,8 @@ type AdjustStockResponse struct {
 	}
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *AdminBodyTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *AdminUnsupportedMediaType
 	// JSON422 the response for an HTTP 422 `application/json` response
 	JSON422 *struct {
 		Error struct {
@@ -3542,6 +3574,11 @@ func (r AdjustStockResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AdjustStockResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r AdjustStockResponse) GetJSON404() *struct {
 	Error struct {
@@ -3563,6 +3600,11 @@ func (r AdjustStockResponse) GetJSON409() *struct {
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r AdjustStockResponse) GetJSON413() *AdminBodyTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r AdjustStockResponse) GetJSON415() *AdminUnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON422 returns the response for an HTTP 422 `application/json` response
@@ -3631,6 +3673,8 @@ type ListUnappliableResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *AdminUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -3651,6 +3695,11 @@ func (r ListUnappliableResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ListUnappliableResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ListUnappliableResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -3707,8 +3756,12 @@ type RetryUnappliableResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *AdminBodyTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *AdminUnsupportedMediaType
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *AdminUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -3736,9 +3789,19 @@ func (r RetryUnappliableResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r RetryUnappliableResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r RetryUnappliableResponse) GetJSON413() *AdminBodyTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r RetryUnappliableResponse) GetJSON415() *AdminUnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -3789,6 +3852,8 @@ type GetPromoResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *AdminInternal
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -3805,6 +3870,11 @@ func (r GetPromoResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetPromoResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetPromoResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -3859,8 +3929,12 @@ type SetPromoResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON413 the response for an HTTP 413 `application/json` response
 	JSON413 *AdminBodyTooLarge
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *AdminUnsupportedMediaType
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *AdminInternal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -3888,9 +3962,19 @@ func (r SetPromoResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SetPromoResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
+}
+
 // GetJSON413 returns the response for an HTTP 413 `application/json` response
 func (r SetPromoResponse) GetJSON413() *AdminBodyTooLarge {
 	return r.JSON413
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SetPromoResponse) GetJSON415() *AdminUnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -3944,6 +4028,8 @@ type LastReconcileResponse struct {
 	JSON200 *ReconcileReport
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *struct {
 		Error struct {
@@ -3962,6 +4048,11 @@ func (r LastReconcileResponse) GetJSON200() *ReconcileReport {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r LastReconcileResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r LastReconcileResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
@@ -4021,6 +4112,8 @@ type ReconcileNowResponse struct {
 	JSON400 *InvalidDate
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *struct {
 		Error struct {
@@ -4033,6 +4126,8 @@ type ReconcileNowResponse struct {
 			Code interface{} `json:"code,omitempty"`
 		} `json:"error"`
 	}
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *AdminUnsupportedMediaType
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *AdminInternal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -4058,6 +4153,11 @@ func (r ReconcileNowResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReconcileNowResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r ReconcileNowResponse) GetJSON404() *struct {
 	Error struct {
@@ -4074,6 +4174,11 @@ func (r ReconcileNowResponse) GetJSON409() *struct {
 	} `json:"error"`
 } {
 	return r.JSON409
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r ReconcileNowResponse) GetJSON415() *AdminUnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -4129,6 +4234,8 @@ type DailyStatsResponse struct {
 	JSON400 *InvalidDate
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *AdminInternal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -4150,6 +4257,11 @@ func (r DailyStatsResponse) GetJSON400() *InvalidDate {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r DailyStatsResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r DailyStatsResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -4205,6 +4317,8 @@ type HourlyStatsResponse struct {
 	JSON400 *InvalidDate
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON500 the response for an HTTP 500 `application/json` response
 	JSON500 *AdminInternal
 	// JSON503 the response for an HTTP 503 `application/json` response
@@ -4226,6 +4340,11 @@ func (r HourlyStatsResponse) GetJSON400() *InvalidDate {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r HourlyStatsResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r HourlyStatsResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetJSON500 returns the response for an HTTP 500 `application/json` response
@@ -4279,6 +4398,8 @@ type GetStatusResponse struct {
 	JSON200 *StatusReport
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetStatusResponse401Headers
 }
@@ -4291,6 +4412,11 @@ func (r GetStatusResponse) GetJSON200() *StatusReport {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r GetStatusResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetStatusResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetBody returns the raw response body bytes
@@ -4338,12 +4464,16 @@ type PublishManifestResponse struct {
 	JSON400 *InvalidDate
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON404 the response for an HTTP 404 `application/json` response
 	JSON404 *struct {
 		Error struct {
 			Code interface{} `json:"code,omitempty"`
 		} `json:"error"`
 	}
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *AdminUnsupportedMediaType
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *struct {
 		Error struct {
@@ -4371,6 +4501,11 @@ func (r PublishManifestResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
 }
 
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r PublishManifestResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
+}
+
 // GetJSON404 returns the response for an HTTP 404 `application/json` response
 func (r PublishManifestResponse) GetJSON404() *struct {
 	Error struct {
@@ -4378,6 +4513,11 @@ func (r PublishManifestResponse) GetJSON404() *struct {
 	} `json:"error"`
 } {
 	return r.JSON404
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r PublishManifestResponse) GetJSON415() *AdminUnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -4432,6 +4572,10 @@ type SyncNowResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
+	// JSON415 the response for an HTTP 415 `application/json` response
+	JSON415 *AdminUnsupportedMediaType
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *SyncNowResponse401Headers
 }
@@ -4446,6 +4590,16 @@ func (r SyncNowResponse) GetJSON202() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r SyncNowResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r SyncNowResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
+}
+
+// GetJSON415 returns the response for an HTTP 415 `application/json` response
+func (r SyncNowResponse) GetJSON415() *AdminUnsupportedMediaType {
+	return r.JSON415
 }
 
 // GetBody returns the raw response body bytes
@@ -4537,6 +4691,8 @@ type MetricsResponse struct {
 	HTTPResponse *http.Response
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *MetricsResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -4546,6 +4702,11 @@ type MetricsResponse struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r MetricsResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r MetricsResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetBody returns the raw response body bytes
@@ -4591,6 +4752,8 @@ type ReadyzResponse struct {
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *AdminUnauthorized
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *AdminForbiddenOrigin
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *struct {
 		Error struct {
@@ -4611,6 +4774,11 @@ func (r ReadyzResponse) GetJSON200() *struct {
 // GetJSON401 returns the response for an HTTP 401 `application/json` response
 func (r ReadyzResponse) GetJSON401() *AdminUnauthorized {
 	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ReadyzResponse) GetJSON403() *AdminForbiddenOrigin {
+	return r.JSON403
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
@@ -6216,12 +6384,26 @@ func ParsePutItemResponse(rsp *http.Response) (*PutItemResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest AdminBodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest AdminUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest AdminInternal
@@ -6294,6 +6476,13 @@ func ParseAdjustStockResponse(rsp *http.Response) (*AdjustStockResponse, error) 
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest struct {
 			Error struct {
@@ -6322,6 +6511,13 @@ func ParseAdjustStockResponse(rsp *http.Response) (*AdjustStockResponse, error) 
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest AdminUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest struct {
@@ -6400,6 +6596,13 @@ func ParseListUnappliableResponse(rsp *http.Response) (*ListUnappliableResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest AdminUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6466,12 +6669,26 @@ func ParseRetryUnappliableResponse(rsp *http.Response) (*RetryUnappliableRespons
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest AdminBodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest AdminUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest AdminUnavailable
@@ -6527,6 +6744,13 @@ func ParseGetPromoResponse(rsp *http.Response) (*GetPromoResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest AdminInternal
@@ -6592,12 +6816,26 @@ func ParseSetPromoResponse(rsp *http.Response) (*SetPromoResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest AdminBodyTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest AdminUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest AdminInternal
@@ -6658,6 +6896,13 @@ func ParseLastReconcileResponse(rsp *http.Response) (*LastReconcileResponse, err
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest struct {
@@ -6723,6 +6968,13 @@ func ParseReconcileNowResponse(rsp *http.Response) (*ReconcileNowResponse, error
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest struct {
 			Error struct {
@@ -6744,6 +6996,13 @@ func ParseReconcileNowResponse(rsp *http.Response) (*ReconcileNowResponse, error
 			return nil, err
 		}
 		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest AdminUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest AdminInternal
@@ -6822,6 +7081,13 @@ func ParseDailyStatsResponse(rsp *http.Response) (*DailyStatsResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest AdminInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6889,6 +7155,13 @@ func ParseHourlyStatsResponse(rsp *http.Response) (*HourlyStatsResponse, error) 
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest AdminInternal
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -6949,6 +7222,13 @@ func ParseGetStatusResponse(rsp *http.Response) (*GetStatusResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	}
 
 	switch {
@@ -7004,6 +7284,13 @@ func ParsePublishManifestResponse(rsp *http.Response) (*PublishManifestResponse,
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest struct {
 			Error struct {
@@ -7014,6 +7301,13 @@ func ParsePublishManifestResponse(rsp *http.Response) (*PublishManifestResponse,
 			return nil, err
 		}
 		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest AdminUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest struct {
@@ -7073,6 +7367,20 @@ func ParseSyncNowResponse(rsp *http.Response) (*SyncNowResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest AdminUnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON415 = &dest
 
 	}
 
@@ -7141,6 +7449,13 @@ func ParseMetricsResponse(rsp *http.Response) (*MetricsResponse, error) {
 		}
 		response.JSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
 	}
 
 	switch {
@@ -7198,6 +7513,13 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 			return nil, err
 		}
 		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest AdminForbiddenOrigin
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest struct {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/posedge/posedge/internal/privfile"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -72,6 +73,11 @@ func salvageJournal(ctx context.Context, args []string, stdout io.Writer) error 
 		if err := os.Rename(path+sfx, kept+sfx); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("keep the damaged journal as %s: %w", kept+sfx, err)
 		}
+	}
+	// The damaged copy holds every sale too: private, whatever the
+	// journal's mode was (issue 22 finding 9).
+	if _, err := privfile.Ensure(kept); err != nil {
+		return fmt.Errorf("make the damaged journal %s private: %w", kept, err)
 	}
 	for _, sfx := range []string{"-wal", "-shm"} {
 		_ = os.Remove(dest + sfx) // closed cleanly: nothing left in them

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/posedge/posedge/internal/apispec"
 )
 
 // Finding 22.7: a page in a browser on the store box (or one that
@@ -14,6 +16,7 @@ import (
 func TestCrossSiteAdminRequestsRefused(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	e.putItem("X1", 100, 10)
+	spec := loadSpec(t)
 	raw := func(method, path, body string, hdr map[string]string) int {
 		t.Helper()
 		var rd io.Reader
@@ -32,7 +35,13 @@ func TestCrossSiteAdminRequestsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		got, _ := io.ReadAll(res.Body)
 		res.Body.Close()
+		// Each refusal is one docs/openapi.yaml describes (403
+		// forbidden_origin, 415 unsupported_media_type).
+		if _, problems := spec.CheckResponse(apispec.Admin, req, res, got); res.StatusCode >= 400 && len(problems) > 0 {
+			t.Errorf("%s %s answered %d %s, not as docs/openapi.yaml says: %v", method, path, res.StatusCode, got, problems)
+		}
 		return res.StatusCode
 	}
 	evil := map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -348,6 +350,32 @@ func TestAnswersMatchOpenAPI(t *testing.T) {
 	}
 	key := func(k string) map[string]string { return map[string]string{"Idempotency-Key": k} }
 	adjust := func(bc string) string { return "/admin/v1/items/" + bc + "/stock-adjustments" }
+
+	// --- the tokenless loopback admin listener refuses cross-site
+	// requests (docs/security.md, finding 7): every operation but
+	// /healthz answers a foreign Origin 403, every write with a body not
+	// JSON 415, as described.
+	openSrv := httptest.NewServer(NewAdmin(AdminDeps{Ledger: e.ledger, Limiter: loose("S1", 100000), Log: log,
+		HTTP: NewHTTPMetrics(prometheus.NewRegistry())}))
+	t.Cleanup(openSrv.Close)
+	tokenless := &oaServer{listener: "admin", url: openSrv.URL}
+	for _, key := range slices.Sorted(maps.Keys(s.Ops)) {
+		method, tpl, _ := strings.Cut(key, " ")
+		path := strings.ReplaceAll(tpl, "{barcode}", "6901234567890")
+		if tpl == "/healthz" || s.Template("admin", method, path) != tpl {
+			continue
+		}
+		// Without a body, or with one of another type, the request breaks
+		// the description of an operation that takes a JSON body.
+		rb := s.Ops[key].RequestBody
+		needsBody := rb != nil && rb.Required != nil && *rb.Required
+		x.do(oaCase{srv: tokenless, method: method, path: path, hdr: map[string]string{"Origin": "http://evil.example"},
+			status: 403, code: "forbidden_origin", badReq: needsBody})
+		if method == "POST" || method == "PUT" {
+			x.do(oaCase{srv: tokenless, method: method, path: path, body: "{}", hdr: map[string]string{"Content-Type": "text/plain"},
+				status: 415, code: "unsupported_media_type", badReq: rb != nil})
+		}
+	}
 
 	// --- admin, Redis up ---
 	// A request without the token is one the description accepts (a

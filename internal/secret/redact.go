@@ -12,68 +12,157 @@ import (
 // Redacted replaces a secret value wherever one would be printed.
 const Redacted = "REDACTED"
 
-// queryPassword is a password given as a URL query parameter
-// (PostgreSQL accepts ?password=…).
-var queryPassword = regexp.MustCompile(`(?i)([?&]password=)[^&\s,"']*`)
-
 // RedactURLs hides the credentials of every URL in text — a single URL,
 // a comma-separated list of NATS servers, or an error message quoting
-// one: "nats://app:pw@hq:4222" becomes "nats://xxxxx@hq:4222".
+// one: "nats://app:pw@hq:4222" becomes "nats://xxxxx@hq:4222", and the
+// value of a query parameter named like a secret ("?password=…",
+// "&sslpassword=…", "…token…", "…secret…", "…key…") becomes "xxxxx".
 //
-// Passwords are written raw by operators (a `'`, `@`, `:`, `/` or `%` in
-// them, unencoded), so the user info is not what net/url would parse but
-// everything from "://" to the last "@" before the URL ends: the next
-// white space, or the next "scheme://". A password with an "@" is thus
-// hidden whole; more may be hidden than needed, never less. Inside a
-// word (no white space) every character a password may hold is covered.
+// Passwords are written raw by operators (a `'`, `@`, `:`, `/`, `%` or a
+// space in them, unencoded), so a URL is not split the way net/url would
+// parse it. It runs from "scheme://" to the end of its line, or to the
+// next URL when what comes before that one is a whole URL (it holds an
+// "@", or its first word is a host[:port] with an optional path): a list
+// "a://…,b://…" or two URLs in one message. Its user info ends at the
+// last "@" before the URL ends, or before its first secret query
+// parameter (a password may hold "@" and spaces: "nats://app:my
+// p@ss@hq").
+// A secret query value runs to the next "&name=" or the end of the
+// URL. So a password is hidden whole, whatever it holds but a line
+// break (config values refuse control characters): more may be hidden
+// than needed — the text after such a URL on its line — never less.
 func RedactURLs(text string) string {
 	var b strings.Builder
 	rest := text
 	for {
 		i := strings.Index(rest, "://")
-		if i < 0 || !schemeBefore(rest[:i]) {
-			if i < 0 {
-				b.WriteString(rest)
-				break
-			}
-			b.WriteString(rest[:i+3])
-			rest = rest[i+3:]
-			continue
+		if i < 0 {
+			b.WriteString(rest)
+			break
 		}
 		b.WriteString(rest[:i+3])
 		rest = rest[i+3:]
-		end := strings.IndexAny(rest, " \t\r\n")
-		if end < 0 {
-			end = len(rest)
+		if !schemeBefore(text[:len(text)-len(rest)-3]) {
+			continue
 		}
-		// a list "a://…,b://…": this URL ends at the comma before the
-		// next one's scheme (a letter, then scheme characters).
-		for off := 0; ; {
-			j := strings.Index(rest[off:end], "://")
-			if j < 0 {
-				break
-			}
-			j += off
-			k := j
-			for k > 0 && isSchemeByte(rest[k-1]) {
-				k--
-			}
-			if k > 0 && k < j && rest[k-1] == ',' && (rest[k] >= 'a' && rest[k] <= 'z' || rest[k] >= 'A' && rest[k] <= 'Z') {
-				end = k
-				break
-			}
-			off = j + 3
-		}
-		if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
+		end := urlEnd(rest)
+		u := rest[:end]
+		// The user info ends at the last "@" before the query's first
+		// secret parameter: a "?password=p@ss" is the query's.
+		if at := strings.LastIndexByte(u[:firstSecretParam(u)], '@'); at >= 0 {
 			b.WriteString("xxxxx")
-			rest = rest[at:]
-			end -= at
+			u = u[at:]
 		}
-		b.WriteString(rest[:end])
+		b.WriteString(redactQuery(u))
 		rest = rest[end:]
 	}
-	return queryPassword.ReplaceAllString(b.String(), "${1}xxxxx")
+	return b.String()
 }
+
+// urlEnd is where the URL that rest starts (just after its "://") ends:
+// the end of the line, or the start of the next URL's scheme when the
+// text before it is a whole URL.
+func urlEnd(rest string) int {
+	end := strings.IndexAny(rest, "\r\n")
+	if end < 0 {
+		end = len(rest)
+	}
+	for off := 0; ; {
+		j := strings.Index(rest[off:end], "://")
+		if j < 0 {
+			return end
+		}
+		j += off
+		k := j
+		for k > 0 && isSchemeByte(rest[k-1]) {
+			k--
+		}
+		for k < j && !isLetter(rest[k]) {
+			k++
+		}
+		// After a secret query parameter the value may hold anything.
+		if k < j && k > 0 && !isSchemeByte(rest[k-1]) && wholeURL(rest[:k]) && !hasSecretParam(rest[:k]) {
+			return k
+		}
+		off = j + 3
+	}
+}
+
+// wholeURL says whether seg, the text after a "scheme://" up to the next
+// one, holds a complete URL: its first word has user info, or is a
+// host[:port] with an optional path or query. "app:my" (a password
+// cut at a space, or at a "://" inside it) is not one.
+func wholeURL(seg string) bool {
+	if strings.Contains(seg, "@") {
+		return true // user info, maybe with spaces in the password
+	}
+	seg = strings.TrimRight(seg, ", \t\"'(<=;")
+	if w := strings.IndexAny(seg, " \t"); w >= 0 {
+		seg = seg[:w]
+	}
+	auth := seg
+	if p := strings.IndexAny(auth, "/?#"); p >= 0 {
+		auth = auth[:p]
+	}
+	auth = strings.TrimRight(auth, ",;\"')>")
+	host, port, ok := strings.Cut(auth, ":")
+	if host == "" || strings.Trim(host, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-[]") != "" {
+		return false
+	}
+	if ok && (port == "" || strings.Trim(port, "0123456789") != "") {
+		return false
+	}
+	return true
+}
+
+// secretParam is a query parameter name whose value is a secret.
+var secretParam = regexp.MustCompile(`(?i)^[a-z0-9_.-]*(pass|pwd|secret|token|key|auth|credential)[a-z0-9_.-]*$`)
+
+// param is the start of a query parameter: "?name=" or "&name=".
+var param = regexp.MustCompile(`[?&]([A-Za-z0-9_.-]+)=`)
+
+// redactQuery hides the value of every secret query parameter of u (one
+// URL, its user info already hidden): up to the next "&name=", or the
+// end of u.
+func redactQuery(u string) string {
+	locs := param.FindAllStringSubmatchIndex(u, -1)
+	if locs == nil {
+		return u
+	}
+	var b strings.Builder
+	last := 0
+	for n, l := range locs {
+		if l[0] < last || !secretParam.MatchString(u[l[2]:l[3]]) {
+			continue
+		}
+		b.WriteString(u[last:l[1]])
+		b.WriteString("xxxxx")
+		last = len(u)
+		for _, next := range locs[n+1:] {
+			if u[next[0]] == '&' {
+				last = next[0]
+				break
+			}
+		}
+	}
+	b.WriteString(u[last:])
+	return b.String()
+}
+
+func hasSecretParam(u string) bool { return firstSecretParam(u) < len(u) }
+
+// firstSecretParam is where u's first secret query parameter starts, or
+// len(u).
+func firstSecretParam(u string) int {
+	for _, l := range param.FindAllStringSubmatchIndex(u, -1) {
+		if secretParam.MatchString(u[l[2]:l[3]]) {
+			return l[0]
+		}
+	}
+	return len(u)
+}
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // schemeBefore reports whether s ends with a URL scheme (a letter, then
 // letters, digits, "+", "-", ".").

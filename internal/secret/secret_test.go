@@ -20,6 +20,14 @@ func TestRedactURLs(t *testing.T) {
 		{`connect to HQ at nats://u:p@10.0.0.1:4222: i/o timeout`, `connect to HQ at nats://xxxxx@10.0.0.1:4222: i/o timeout`},
 		{"postgres://hq:secret@db:5432/hq?sslmode=require", "postgres://xxxxx@db:5432/hq?sslmode=require"},
 		{"postgres://db:5432/hq?sslmode=require&password=secret", "postgres://db:5432/hq?sslmode=require&password=xxxxx"},
+		// Issue 22 item 8's leaks: the part after a quote, a space in the
+		// password, a secret parameter not named "password".
+		{"postgres://db:5432/hq?password=it'sSecret", "postgres://db:5432/hq?password=xxxxx"},
+		{"nats://app:my pass@hq:4222", "nats://xxxxx@hq:4222"},
+		{"dial nats://app:my pass@hq:4222: refused", "dial nats://xxxxx@hq:4222: refused"},
+		{"postgres://db/hq?sslmode=require&sslpassword=k3y&application_name=hq", "postgres://db/hq?sslmode=require&sslpassword=xxxxx&application_name=hq"},
+		{"postgres://db/hq?password=p@ss&sslmode=require", "postgres://db/hq?password=xxxxx&sslmode=require"},
+		{"nats://hq1:4222, nats://hq2:4222", "nats://hq1:4222, nats://hq2:4222"},
 	}
 	for _, tc := range cases {
 		if got := RedactURLs(tc.in); got != tc.want {

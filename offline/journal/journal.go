@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net/url"
 	"os"
@@ -16,6 +15,8 @@ import (
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/posedge/posedge/internal/privfile"
 )
 
 // States of a row on its way to HQ.
@@ -209,8 +210,14 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		close(j.stopped)
 		return j, nil
 	}
-	if err := createPrivate(path); err != nil {
+	// 0600 whatever the umask, and tightened if an older version or a
+	// copy left it wider (issue 22 finding 9).
+	tightened, err := privfile.Ensure(path)
+	if err != nil {
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
+	if len(tightened) > 0 {
+		o.Logger.Warn("journal files were readable by other users; made private (mode 0600)", "files", tightened)
 	}
 	w, err := sql.Open("sqlite", dsn(path, o, false))
 	if err != nil {
@@ -515,19 +522,4 @@ func ts(t time.Time) string { return t.UTC().Format(timeLayout) }
 func parseTS(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
-}
-
-// createPrivate creates an empty file at path with mode 0600 unless one
-// exists, so SQLite (which gives its -wal and -shm files the database's
-// mode) never creates the journal readable by others whatever the umask
-// (issue 22 finding 9: the journal was 0644 outside the systemd unit).
-func createPrivate(path string) error {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
-	switch {
-	case errors.Is(err, fs.ErrExist):
-		return nil
-	case err != nil:
-		return fmt.Errorf("create %s: %w", path, err)
-	}
-	return f.Close()
 }

@@ -191,6 +191,7 @@ func ParseConfig(file string, data []byte) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", file, configcheck.Syntax(err, data))
 	}
 	var v validator
+	v.controlChars(&fc)
 	c := DefaultConfig()
 	str := func(dst *string, src *string) {
 		if src != nil {

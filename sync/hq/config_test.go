@@ -105,6 +105,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"max sale zero", base + "max_sale_cents: 0\n", []string{"max_sale_cents", "between 1 and 1000000000000000"}},
 		{"max sale above the bound", base + "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents", "between 1 and"}},
 		{"max sale not a number", base + "max_sale_cents: 1e9\n", []string{"max_sale_cents", "not a whole number"}},
+		// Issue 22 finding 9, as posedge's check-config: a control
+		// character in any value, named by key, the value not quoted.
+		{"newline in the database path", base + "database: \"sqlite:///tmp/hq\\nExecStartPre=/bin/sh.db\"\n",
+			[]string{"database", "must not contain control characters (found one at byte 16)"}},
+		{"escape in a file name", base + "admin: {listen: \"127.0.0.1:8090\", token_file: \"/tmp/t\\e[2J\"}\n",
+			[]string{"admin.token_file", "control characters"}},
+		{"control character in the NATS password", "nats_url: \"nats://u:hunter2\\a@x:4222\"\n", []string{"nats_url", "control characters"}},
+		{"tab inside the catalog bucket", base + "catalog_bucket: \"POS\\tCAT\"\n", []string{"catalog_bucket", "control characters"}},
 		{"wrong type", base + "admin: 3\n", []string{"line 2, column 8"}},
 		{"syntax", "nats_url: [\n", []string{"parse: line 1,"}},
 		{"every problem at once", "duplicate_window: x\nbatch_size: -1\ndatabase: \"x\"\n",

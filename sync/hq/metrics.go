@@ -23,6 +23,7 @@ type Metrics struct {
 	commit      prometheus.Histogram
 	batchErrs   prometheus.Counter
 	haveReqs    *prometheus.CounterVec // by result
+	deliverReqs *prometheus.CounterVec // by result
 }
 
 // NewMetrics registers the metrics; per-store lag and counts are read
@@ -65,6 +66,10 @@ func NewMetrics(store hqdb.Store, version string, log *slog.Logger) *Metrics {
 			Name: "posedge_hq_have_requests_total",
 			Help: "Stores' \"what do you hold\" requests answered, by result.",
 		}, []string{"result"}),
+		deliverReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "posedge_hq_deliver_requests_total",
+			Help: "Stores' direct deliveries of a transaction (outside the stream, after a duplicate ack HQ lacks), by result.",
+		}, []string{"result"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "posedge_hq_build_info",
@@ -72,7 +77,7 @@ func NewMetrics(store hqdb.Store, version string, log *slog.Logger) *Metrics {
 		ConstLabels: prometheus.Labels{"version": version},
 	})
 	build.Set(1)
-	reg.MustRegister(m.ingested, m.duplicates, m.conflicts, m.rejected, m.quarantined, m.commit, m.batchErrs, m.haveReqs, build,
+	reg.MustRegister(m.ingested, m.duplicates, m.conflicts, m.rejected, m.quarantined, m.commit, m.batchErrs, m.haveReqs, m.deliverReqs, build,
 		&storeCollector{store: store, log: log},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m

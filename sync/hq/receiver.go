@@ -148,6 +148,11 @@ func (r *Receiver) Run(ctx context.Context) error {
 		return fmt.Errorf("subscribe %s.*: %w", wire.HaveSubjectPrefix, err)
 	}
 	defer sub.Unsubscribe()
+	dsub, err := nc.QueueSubscribe(wire.DeliverSubjectPrefix+".*", HaveQueue, r.deliverHandler(ctx))
+	if err != nil {
+		return fmt.Errorf("subscribe %s.*: %w", wire.DeliverSubjectPrefix, err)
+	}
+	defer dsub.Unsubscribe()
 
 	js, err := jetstream.New(nc)
 	if err != nil {
@@ -546,6 +551,15 @@ func (r *Receiver) store1(ctx context.Context, b decoded) {
 
 // done counts, logs and acks one stored message.
 func (r *Receiver) done(jm jetstream.Msg, m *hqdb.Msg, o hqdb.Outcome) {
+	r.done1(m, o)
+	if err := jm.Ack(); err != nil {
+		// It was committed: the redelivery is a duplicate.
+		r.log.Debug("ack", "subject", jm.Subject(), "err", err)
+	}
+}
+
+// done1 counts and logs one stored message, however it came.
+func (r *Receiver) done1(m *hqdb.Msg, o hqdb.Outcome) {
 	r.metrics.outcome(m.Kind, o)
 	if o == hqdb.Conflict {
 		r.log.Warn("conflict: a different transaction is stored under this flow number; kept in the conflicts table",
@@ -559,10 +573,6 @@ func (r *Receiver) done(jm jetstream.Msg, m *hqdb.Msg, o hqdb.Outcome) {
 		r.metrics.quarantined.WithLabelValues(reason).Inc()
 		r.log.Error("transaction quarantined: kept in the quarantine table, neither stored nor counted (GET /v1/stores/{store_id}/quarantine)",
 			"store_id", m.StoreID, "flow_no", m.Txn.FlowNo, "terminal_id", m.Txn.TerminalID, "reason", reason, "detail", detail)
-	}
-	if err := jm.Ack(); err != nil {
-		// It was committed: the redelivery is a duplicate.
-		r.log.Debug("ack", "subject", jm.Subject(), "err", err)
 	}
 }
 

@@ -141,13 +141,21 @@ func (r *Replayer) confirmRound(ctx context.Context) error {
 			held[f] = true
 		}
 		onItsWay := make(map[string]bool, len(pending))
-		for _, f := range pending {
-			onItsWay[f] = true
+		skip := make(map[string]bool, len(have)+len(pending)) // held, or still unread in the stream
+		for _, f := range have {
+			skip[f] = true
 		}
+		for _, f := range pending {
+			onItsWay[f], skip[f] = true, true
+		}
+		// A duplicate ack HQ lacks (and whose message is not unread in the
+		// stream): its ID is claimed in the stream, so a resend there may
+		// be dropped again (direct.go).
+		direct := r.deliverDirect(ctx, l, rows, skip)
 		var confirmed, unread []string
 		lacking := map[time.Duration][]string{} // wait before the next question → rows
 		for _, u := range rows {
-			if held[u.FlowNo] {
+			if held[u.FlowNo] || direct[u.FlowNo] {
 				confirmed = append(confirmed, u.FlowNo)
 				continue
 			}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -477,11 +479,13 @@ func TestNoResendStormAfterALongOutage(t *testing.T) {
 // TestForgedMessageIDDoesNotDropAnotherStoresSales: with a leaked
 // credential of store S001 (the two-account template of
 // docs/security.md), an attacker publishes on S001's own subject under
-// the Nats-Msg-Ids of DEMO01's next flow numbers. DEMO01's sales then
-// get PubAcks with duplicate: true — JetStream dropped them as the
-// forger's. A duplicate ack is never taken as delivery: HQ lacks them,
-// DEMO01 publishes them again (they get through once the duplicate
-// window has passed) and HQ stores each, body for body.
+// the Nats-Msg-Ids of DEMO01's next flow numbers, and keeps doing so:
+// each time JetStream's duplicate window (1 s here) lets an ID go, the
+// attacker claims it again. DEMO01's sales get PubAcks with duplicate:
+// true — JetStream dropped them as the forger's — and so would every
+// resend on the stream. A duplicate ack is never taken as delivery: HQ
+// lacks them, and DEMO01 hands them to HQ directly, outside the stream
+// (posedge.hq.deliver.DEMO01); HQ stores each once, body for body.
 func TestForgedMessageIDDoesNotDropAnotherStoresSales(t *testing.T) {
 	const victim, attacker = "DEMO01", "S001"
 	// The two-account template of docs/security.md as written there,
@@ -489,39 +493,66 @@ func TestForgedMessageIDDoesNotDropAnotherStoresSales(t *testing.T) {
 	n := testenv.StartNATSWithConfig(t, testenv.SecurityTemplateFor(t, "../../docs/security.md", victim, attacker))
 	url := func(user, pw string) string { return fmt.Sprintf("nats://%s:%s@127.0.0.1:%d", user, pw, n.Port) }
 	h := newHQSideOn(t, n, url("hq", testenv.DocumentedPassword))
+	h.cfg.DuplicateWindow = time.Second
 	h.up()
 
-	// The attacker, first: DEMO01's next flow numbers under S001's subject.
+	// The attacker, first and for the whole test: DEMO01's next flow
+	// numbers under S001's subject, claimed again as soon as JetStream
+	// forgets them.
 	anc, err := nats.Connect(url(strings.ToLower(attacker), testenv.DocumentedPassword), nats.CustomInboxPrefix(wire.InboxPrefix(attacker)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer anc.Close()
 	ajs, _ := jetstream.New(anc)
-	ctx := context.Background()
 	const sales = 5
 	at := time.Now().UTC().Add(-time.Hour)
-	for i := 1; i <= sales; i++ {
-		forged := outageSale(attacker, 900+i, 1, at)
-		m := nats.NewMsg(wire.TxnSubject(wire.DefaultSubjectPrefix, attacker))
-		m.Header.Set(wire.HeaderMsgID, wire.MsgID(victim, outageSale(victim, i, 2, at).FlowNo))
-		m.Header.Set(wire.HeaderSchema, wire.SchemaV1)
-		m.Data = forged.Body
-		if _, err := ajs.PublishMsg(ctx, m); err != nil {
-			t.Fatalf("forged publish: %v", err)
+	var claims atomic.Int64 // forgeries JetStream stored (not duplicates): claims of an ID
+	forge := func(ctx context.Context) {
+		for i := 1; i <= sales; i++ {
+			forged := outageSale(attacker, 900+i, 1, at)
+			m := nats.NewMsg(wire.TxnSubject(wire.DefaultSubjectPrefix, attacker))
+			m.Header.Set(wire.HeaderMsgID, wire.MsgID(victim, outageSale(victim, i, 2, at).FlowNo))
+			m.Header.Set(wire.HeaderSchema, wire.SchemaV1)
+			m.Data = forged.Body
+			ack, err := ajs.PublishMsg(ctx, m)
+			if err != nil {
+				if ctx.Err() == nil {
+					t.Errorf("forged publish: %v", err)
+				}
+				return
+			}
+			if !ack.Duplicate {
+				claims.Add(1)
+			}
 		}
 	}
+	ctx, stop := context.WithCancel(context.Background())
+	forge(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			forge(ctx)
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	defer func() { stop(); wg.Wait() }()
 
 	// The victim sells, with its own credential.
 	s := newStoreSide(t, victim, url(strings.ToLower(victim), testenv.DocumentedPassword), nil)
 	flows := s.sell(t, 1, sales)
-	testenv.WaitFor(t, time.Minute, "HQ to hold DEMO01's sales, confirmed", func() bool {
+	testenv.WaitFor(t, 30*time.Second, "HQ to hold DEMO01's sales, confirmed, while S001 keeps claiming their IDs", func() bool {
 		ok, _ := delivered(t, h, s, flows)
 		return ok && s.stats(t).Unconfirmed == 0 && s.stats(t).Backlog == 0
 	})
-	if got := s.counter(t, "posedge_hq_resent_total"); got < sales {
-		t.Errorf("resent %v rows: the forged IDs did not shadow the sales (the test proves nothing)", got)
+	// The attacker must have claimed the IDs again after a window passed,
+	// or the test showed only the first forgery.
+	testenv.WaitFor(t, 10*time.Second, "S001 to claim each ID more than once", func() bool { return claims.Load() >= 2*sales })
+	if got := s.counter(t, "posedge_hq_delivered_direct_total"); got < sales {
+		t.Errorf("delivered directly %v rows, want %d: the forged IDs did not shadow the sales (the test proves nothing)", got, sales)
 	}
+	t.Logf("S001 claimed DEMO01's IDs %d times; DEMO01 resent %v rows on the stream, handed %v directly",
+		claims.Load(), s.counter(t, "posedge_hq_resent_total"), s.counter(t, "posedge_hq_delivered_direct_total"))
 }
 
 // TestIncompleteDayRepairsItself: HQ's database is restored from a copy

@@ -30,6 +30,7 @@ type metrics struct {
 	hqConfirmed  prometheus.Counter
 	unconfirmed  prometheus.Gauge
 	resent       prometheus.Counter
+	direct       prometheus.Counter
 }
 
 // counter and gauge make the plain series, which differ only by name
@@ -75,13 +76,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			"Journal rows JetStream acknowledged that posedge-hq has not confirmed storing yet."),
 		resent: counter("posedge_hq_resent_total",
 			"Journal rows published again because posedge-hq lacked them after JetStream had acknowledged them."),
+		direct: counter("posedge_hq_delivered_direct_total",
+			"Journal rows handed to posedge-hq directly, outside the stream, because JetStream acknowledged them as duplicates and HQ lacked them (a Nats-Msg-Id claimed by another message)."),
 	}
 	for _, k := range []string{errTimeout, errDisconnected, errNoStream, errStreamFull, errRefused, errOther} {
 		m.errors.WithLabelValues(k)
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.published, m.acked, m.confirmed, m.quarantined, m.errors,
-			m.batch, m.connected, m.backlog, m.backlogBytes, m.oldestAge, m.hqConfirmed, m.unconfirmed, m.resent} {
+			m.batch, m.connected, m.backlog, m.backlogBytes, m.oldestAge, m.hqConfirmed, m.unconfirmed, m.resent, m.direct} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("register replay metrics: %w", err)
 			}

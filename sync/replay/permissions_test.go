@@ -131,6 +131,7 @@ func TestPerStorePermissions(t *testing.T) {
 	attacks := []*nats.Msg{
 		{Subject: wire.TxnSubject(wire.DefaultSubjectPrefix, store), Reply: "$KV.POS_CATALOG._all.4000000000002", Data: []byte(`{}`)},
 		{Subject: wire.HaveSubject(store), Reply: "$KV.POS_CATALOG._all.6901234567890", Data: []byte(`{"store_id":"S001","flow_nos":[]}`)},
+		{Subject: wire.DeliverSubject(store), Reply: "$KV.POS_CATALOG._all.4000000000002", Data: []byte(`{}`)},
 	}
 	for _, m := range attacks {
 		if err := deputy.PublishMsg(m); err != nil {
@@ -156,19 +157,36 @@ func TestPerStorePermissions(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
+	// Each refused publish waits for an ack that never comes: a context
+	// of its own, or the first one's wait would leave the others unsent.
+	publishCtx := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		t.Cleanup(cancel)
+		return ctx
+	}
 
 	for _, subj := range []string{wire.TxnSubject(wire.DefaultSubjectPrefix, other), wire.ManifestSubject(wire.DefaultSubjectPrefix, other)} {
 		m := nats.NewMsg(subj)
 		m.Header.Set(wire.HeaderMsgID, wire.MsgID(other, "100000000000001"))
 		m.Data = []byte(`{"store_id":"S002","flow_no":"100000000000001"}`)
-		if _, err := js.PublishMsg(ctx, m); err == nil {
+		if _, err := js.PublishMsg(publishCtx(), m); err == nil {
 			t.Errorf("S001 published on %s", subj)
 		}
 	}
 	if _, err := nc.Request(wire.HaveSubject(other), []byte(`{"store_id":"S002","flow_nos":["100000000000001"]}`), time.Second); err == nil {
 		t.Error("S001 got an answer about S002")
+	}
+	// Direct delivery as S002 is refused like its subject on the stream.
+	fm := nats.NewMsg(wire.DeliverSubject(other))
+	fm.Header.Set(wire.HeaderMsgID, wire.MsgID(other, "100000000000001"))
+	fm.Data = []byte(`{"store_id":"S002","flow_no":"100000000000001"}`)
+	if _, err := nc.RequestMsg(fm, time.Second); err == nil {
+		t.Error("S001 delivered as S002")
+	}
+	// S001's own subject space is the subjects it uses, no more (issue
+	// 22 item 9c): an arbitrary pos.txn.S001.<x> is refused.
+	if _, err := js.Publish(publishCtx(), wire.TxnSubject(wire.DefaultSubjectPrefix, store)+".x", []byte(`{}`)); err == nil {
+		t.Errorf("S001 published on %s.x", wire.TxnSubject(wire.DefaultSubjectPrefix, store))
 	}
 	// Subscriptions to S002's replies are refused; nothing reaches them.
 	var stolen atomic.Int64
@@ -191,6 +209,8 @@ func TestPerStorePermissions(t *testing.T) {
 	testenv.WaitFor(t, 5*time.Second, "permission violations reported to S001", func() bool {
 		return errs.has("permissions violation for publish to \"pos.txn.S002\"") &&
 			errs.has("permissions violation for publish to \"posedge.hq.have.S002\"") &&
+			errs.has("permissions violation for publish to \"posedge.hq.deliver.S002\"") &&
+			errs.has("permissions violation for publish to \"pos.txn.S001.x\"") &&
 			errs.has("permissions violation for subscription to \"_INBOX.S002.>\"")
 	})
 	if n := stolen.Load(); n != 0 {

@@ -24,6 +24,12 @@ const (
 	// numbers do you hold for my store?". It lies outside the stream's
 	// subjects so the stream never captures requests (contract §5).
 	HaveSubjectPrefix = "posedge.hq.have"
+
+	// DeliverSubjectPrefix is where posedge-hq takes one transaction of a
+	// store directly, outside the stream: the store's way past a
+	// Nats-Msg-Id another store's leaked credential keeps claiming in
+	// JetStream's duplicate window (docs/hq-sync.md, "Direct delivery").
+	DeliverSubjectPrefix = "posedge.hq.deliver"
 )
 
 // TxnSubject is the subject of a store's sales and refunds.
@@ -37,6 +43,10 @@ func HeartbeatSubject(prefix, storeID string) string { return prefix + "." + sto
 
 // HaveSubject is the request subject for a store's "what do you hold" query.
 func HaveSubject(storeID string) string { return HaveSubjectPrefix + "." + storeID }
+
+// DeliverSubject is the request subject of a store's direct delivery:
+// headers and body as the transaction's message on the stream.
+func DeliverSubject(storeID string) string { return DeliverSubjectPrefix + "." + storeID }
 
 // CatalogLiveSubject is where the catalog bucket's changes are
 // republished by JetStream (the bucket's RePublish, set by posedge-hq):
@@ -168,6 +178,15 @@ type HaveReply struct {
 	Have    []string `json:"have"`
 	Pending []string `json:"pending,omitempty"`
 	Error   string   `json:"error,omitempty"`
+}
+
+// DeliverReply is posedge-hq's answer to a direct delivery: what became
+// of the transaction (hqdb's outcome: "inserted", "duplicate",
+// "conflict", "quarantined"; each means HQ holds it, as its have answer
+// would), or why it was not taken.
+type DeliverReply struct {
+	Outcome string `json:"outcome,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
 
 // Manifest is a terminal's day as the store saw it, published at the end

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/posedge/posedge/internal/privfile"
 	"github.com/posedge/posedge/sync/hqdb"
 	_ "modernc.org/sqlite"
 )
@@ -106,10 +107,14 @@ func Open(ctx context.Context, path string, opts hqdb.StoreOptions) (*Store, err
 			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 		}
 	}
-	// Mode 0600 whatever the umask: SQLite gives -wal and -shm the
-	// database's mode (issue 22 finding 9).
-	if f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600); err == nil {
-		f.Close()
+	// Mode 0600 whatever the umask, and tightened if an older version or
+	// a copy left it wider (issue 22 finding 9).
+	tightened, err := privfile.Ensure(path)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	if len(tightened) > 0 {
+		opts.Logger.Warn("database files were readable by other users; made private (mode 0600)", "files", tightened)
 	}
 	w, err := sql.Open("sqlite", DSN(path))
 	if err != nil {
