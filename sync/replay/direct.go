@@ -72,6 +72,31 @@ func (r *Replayer) deliverDirect(ctx context.Context, l *link, rows []journal.Un
 	return took
 }
 
+// overflowDirect hands HQ, directly, rows the stream refused because it
+// is full as a whole, in order, and returns the acks of those HQ took: a
+// prefix of rows. It stops at the first row HQ did not take, with why;
+// the rest wait in the outbox for the stream as before. The batch they
+// came in was charged to the sync budget already.
+func (r *Replayer) overflowDirect(ctx context.Context, rows []journal.Outgoing) ([]journal.Ack, error) {
+	l := r.nc.Load()
+	if l == nil {
+		return nil, ErrNotConnected
+	}
+	var took []journal.Ack
+	for _, o := range rows {
+		if err := r.deliver1(ctx, l, o.FlowNo); err != nil {
+			if len(took) > 0 {
+				r.m.direct.Add(float64(len(took)))
+			}
+			return took, err
+		}
+		took = append(took, journal.Ack{RowID: o.RowID})
+	}
+	r.m.direct.Add(float64(len(took)))
+	r.log.Warn("HQ's stream is full (stream_max_bytes: flooded by a store?): rows handed to HQ directly", "rows", len(took))
+	return took, nil
+}
+
 // deliver1 hands HQ one row; nil when HQ holds it now.
 func (r *Replayer) deliver1(ctx context.Context, l *link, flowNo string) error {
 	t, err := r.j.ByFlow(ctx, flowNo)

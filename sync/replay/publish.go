@@ -128,6 +128,7 @@ func (r *Replayer) land(ctx context.Context) error {
 	failed := map[string][]string{} // reason → rows
 	var firstErr error
 	full := 0
+	var overflow []journal.Outgoing // refused because the whole stream is full
 	for i, o := range f.rows {
 		err := f.results[i]
 		if err == nil && f.dups[i] {
@@ -150,10 +151,32 @@ func (r *Replayer) land(ctx context.Context) error {
 		if kind == errStreamFull {
 			full++
 		}
+		if wholeStreamFull(err) {
+			overflow = append(overflow, o)
+			continue
+		}
 		failed[err.Error()] = append(failed[err.Error()], o.FlowNo)
 		if firstErr == nil {
 			firstErr = fmt.Errorf("publish %s (%d of %d rows without ack, resent later): %w",
 				wire.MsgID(r.cfg.StoreID, o.FlowNo), countErrs(f.results), len(f.rows), err)
+		}
+	}
+	if len(overflow) > 0 {
+		// The whole stream is full — another store's leaked credential
+		// flooding it can do that (docs/security.md) — so the rows go to
+		// posedge-hq directly, outside the stream, as a claimed ID's do
+		// (direct.go). Taken, they count as acknowledged (no stream
+		// sequence) and are confirmed by the have query like any other.
+		took, err := r.overflowDirect(ctx, overflow)
+		acked = append(acked, took...)
+		if err != nil {
+			for _, o := range overflow[len(took):] {
+				failed[err.Error()] = append(failed[err.Error()], o.FlowNo)
+			}
+			if firstErr == nil {
+				firstErr = fmt.Errorf("publish %s (the stream is full; HQ did not take %d rows directly, resent later): %w",
+					wire.MsgID(r.cfg.StoreID, overflow[len(took)].FlowNo), len(overflow)-len(took), err)
+			}
 		}
 	}
 	r.m.batch.Observe(time.Since(f.start).Seconds())
@@ -517,6 +540,14 @@ func streamFull(err error) bool {
 		return true
 	}
 	return false
+}
+
+// wholeStreamFull tells a publish refused by a limit of the whole stream
+// (stream_max_bytes, or a message count), not by this store's own
+// per-subject cap: space another store may have taken.
+func wholeStreamFull(err error) bool {
+	var api *jetstream.APIError
+	return streamFull(err) && errors.As(err, &api) && api.Description != "maximum messages per subject exceeded"
 }
 
 // jsErrCodeStreamStoreFailed is nats-server's JSStreamStoreFailedF, which

@@ -152,3 +152,53 @@ func refusals(t *testing.T, s *storeSide) float64 {
 	}
 	return 0
 }
+
+// TestFullStreamRowsGoToHQDirectly: another store's credential floods
+// HQ's stream up to stream_max_bytes (1 MiB here) with its own junk, so
+// JetStream refuses every store's publish ("maximum bytes exceeded")
+// until the messages age out — 14 days by default. The victim's sales
+// are handed to posedge-hq directly (posedge.hq.deliver.<store>, outside
+// the stream) and stored once, body for body, and confirmed, while the
+// stream stays full. Before the fallback it timed out: the rows waited
+// in the journal for space.
+func TestFullStreamRowsGoToHQDirectly(t *testing.T) {
+	ctx := context.Background()
+	h := newHQSide(t)
+	h.cfg.StreamMaxBytes = 1 << 20
+	h.up()
+	js := h.js()
+	flood := wire.TxnSubject(h.cfg.SubjectPrefix, "SFLOOD")
+	// Ever smaller messages until not even one byte fits.
+	for _, size := range []int{64 << 10, 4 << 10, 256, 16, 1} {
+		full := false
+		for i := 0; i < 1000 && !full; i++ {
+			_, err := js.Publish(ctx, flood, make([]byte, size))
+			switch {
+			case err == nil:
+			case strings.Contains(err.Error(), "maximum bytes exceeded"):
+				full = true
+			default:
+				t.Fatalf("flood publish of %d bytes: %v", size, err)
+			}
+		}
+		if !full {
+			t.Fatalf("the stream never filled with %d-byte messages: stream_max_bytes not applied?", size)
+		}
+	}
+
+	victim := newStoreSide(t, "SVICTIM", h.nats.URL(), nil)
+	flows := victim.sell(t, 1, 20)
+	testenv.WaitFor(t, 30*time.Second, "HQ to hold every SVICTIM sale, confirmed, the stream full", func() bool {
+		ok, _ := delivered(t, h, victim, flows)
+		return ok && victim.stats(t).Unconfirmed == 0 && victim.stats(t).Backlog == 0
+	})
+	if refusals(t, victim) == 0 {
+		t.Error("no publish of SVICTIM was refused: the stream was not full when it sold, the test shows nothing")
+	}
+	if got := victim.counter(t, "posedge_hq_delivered_direct_total"); got < float64(len(flows)) {
+		t.Errorf("posedge_hq_delivered_direct_total %v, want at least %d", got, len(flows))
+	}
+	if _, err := js.Publish(ctx, flood, []byte("x")); err == nil || !strings.Contains(err.Error(), "maximum bytes exceeded") {
+		t.Errorf("the stream took a message at the end (%v): it was not full throughout", err)
+	}
+}
