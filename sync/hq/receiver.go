@@ -412,20 +412,9 @@ func containsSubject(have []string, want string) bool {
 	return false
 }
 
-// inFlight is how many batches one posedge-hq stores at once, each in
-// its own transaction. With two, one batch's commit (PostgreSQL's round
-// trip and WAL flush, SQLite's fsync) and the acks after it overlap the
-// next batch's insert instead of preceding it (issue 26). Two batches
-// in flight are what two posedge-hq processes sharing the consumer
-// already are: they take row locks in the same order (hqdb.BatchDelta),
-// PostgreSQL retries a deadlock, the primary key keeps every row once,
-// and a manifest or heartbeat older than the stored one changes nothing;
-// SQLite's one writer takes them one after the other.
-const inFlight = 2
-
 // consume stores batches until ctx is done or the iterator fails. One
-// goroutine pulls and decodes the next batches while inFlight others
-// store, so the network and the database work at the same time.
+// goroutine pulls and decodes the next batch while this one commits the
+// current batch, so the network and the database work at the same time.
 func (r *Receiver) consume(ctx context.Context, cons jetstream.Consumer) error {
 	it, err := cons.Messages(jetstream.PullMaxMessages(2 * r.cfg.BatchSize))
 	if err != nil {
@@ -440,23 +429,17 @@ func (r *Receiver) consume(ctx context.Context, cons jetstream.Consumer) error {
 		defer close(batches)
 		fetchErr <- r.fetch(fctx, it, batches)
 	}()
-	var storers sync.WaitGroup
-	for range inFlight {
-		storers.Go(func() {
-			for b := range batches {
-				if ctx.Err() != nil {
-					// Fetched but not stored: hand them back at once rather
-					// than after ack_wait, so another posedge-hq can take them.
-					for _, jm := range b.jms {
-						_ = jm.Nak()
-					}
-					continue
-				}
-				r.store1(ctx, b)
+	for b := range batches {
+		if ctx.Err() != nil {
+			// Fetched but not stored: hand them back at once rather than
+			// after ack_wait, so another posedge-hq can take them.
+			for _, jm := range b.jms {
+				_ = jm.Nak()
 			}
-		})
+			continue
+		}
+		r.store1(ctx, b)
 	}
-	storers.Wait()
 	if err := <-fetchErr; err != nil && ctx.Err() == nil {
 		return err
 	}
