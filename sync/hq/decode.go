@@ -17,17 +17,12 @@ import (
 const minParallelDecode = 64
 
 // decodeBatch decodes batch in order into msgs, the reason a message
-// can never be stored into errs (both len(batch) long), each message
-// once: DecodeMsg's one pass refuses duplicate keys, keys in another case
-// and out-of-bound money as before. It writes into the caller's slices
-// rather than returning its own, as a hqdb.Msg is ~500 bytes: a batch is
-// allocated and copied once.
-//
-// It runs on at most procs-1 cores (decodeWorkers): the committer, not
-// the decoder, sets the ingest's pace, and when decoding took every P the
-// committer, back from its commit's fsync, queued for one behind the
-// decoding goroutines (issue 26: 0.27 s of 0.92 s of an in-process ingest
-// was InsertBatch waiting to be scheduled, docs/perf/ingest-2026-12-04.txt).
+// can never be stored into errs (both len(batch) long), on as many
+// cores as the process has (issue 26: at chain scale decoding was most
+// of posedge-hq's CPU), each message once: DecodeMsg's one pass refuses
+// duplicate keys, keys in another case and out-of-bound money as before.
+// It writes into the caller's slices rather than returning its own, as
+// a hqdb.Msg is ~500 bytes: a batch is allocated and copied once.
 func decodeBatch(batch []jetstream.Msg, prefix string, maxCents int64, now time.Time, msgs []hqdb.Msg, errs []error) {
 	one := func(i int) {
 		jm := batch[i]
@@ -42,7 +37,7 @@ func decodeBatch(batch []jetstream.Msg, prefix string, maxCents int64, now time.
 		}
 		errs[i] = err
 	}
-	workers := decodeWorkers(runtime.GOMAXPROCS(0), len(batch))
+	workers := min(runtime.GOMAXPROCS(0), len(batch)/(minParallelDecode/2))
 	if workers < 2 {
 		for i := range batch {
 			one(i)
@@ -60,13 +55,4 @@ func decodeBatch(batch []jetstream.Msg, prefix string, maxCents int64, now time.
 		})
 	}
 	wg.Wait()
-}
-
-// decodeWorkers is how many goroutines decode a batch of n messages when
-// the process has procs Ps: one P is left to the committer, and a
-// goroutine gets at least minParallelDecode/2 messages. 1 means the
-// fetching goroutine decodes alone, as on a 2-core machine, where one
-// core decodes a batch in well under the time its commit takes.
-func decodeWorkers(procs, n int) int {
-	return max(1, min(procs-1, n/(minParallelDecode/2)))
 }
