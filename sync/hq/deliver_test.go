@@ -24,15 +24,7 @@ func TestDirectDelivery(t *testing.T) {
 	cfg.MaxSaleCents = 100000
 	h := startReceiver(t, cfg, "hq-a")
 	startReceiver(t, cfg, "hq-b") // shares the queue group: one answer per request
-	inbox := map[string]*nats.Conn{}
-	for _, s := range []string{"S001", "S002"} {
-		c, err := nats.Connect(n.URL(), nats.CustomInboxPrefix(wire.InboxPrefix(s)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		inbox[s] = c
-	}
+	inbox := storeInboxes(t, n.URL(), "S001", "S002")
 	deliver := func(store, msgID string, body []byte) wire.DeliverReply {
 		t.Helper()
 		m := nats.NewMsg(wire.DeliverSubject(store))

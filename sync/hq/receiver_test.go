@@ -273,15 +273,7 @@ func TestHaveRequest(t *testing.T) {
 	testenv.WaitFor(t, waitLong, "sales stored", func() bool { return count(t, h.store, "S001") == 3 })
 
 	// Each store asks with its own reply prefix, as posedge does.
-	inbox := map[string]*nats.Conn{}
-	for _, s := range []string{"S001", "S002"} {
-		c, err := nats.Connect(n.URL(), nats.CustomInboxPrefix(wire.InboxPrefix(s)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		inbox[s] = c
-	}
+	inbox := storeInboxes(t, n.URL(), "S001", "S002")
 	ask := func(subject string, req any) wire.HaveReply {
 		t.Helper()
 		data, _ := json.Marshal(req)
@@ -592,4 +584,20 @@ func TestHaveRequestsLimitedPerStore(t *testing.T) {
 	if r := ask("S002"); r.Error != "" {
 		t.Fatalf("S002 limited by S001's requests: %+v", r)
 	}
+}
+
+// storeInboxes connects once per store with the store's own reply prefix
+// (wire.InboxPrefix), as posedge does: HQ answers only there.
+func storeInboxes(t *testing.T, url string, stores ...string) map[string]*nats.Conn {
+	t.Helper()
+	inbox := map[string]*nats.Conn{}
+	for _, s := range stores {
+		c, err := nats.Connect(url, nats.CustomInboxPrefix(wire.InboxPrefix(s)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		inbox[s] = c
+	}
+	return inbox
 }
