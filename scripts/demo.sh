@@ -36,7 +36,10 @@ RATE=${DEMO_RATE:-2}
 
 # Fixed ports away from the system defaults (6379, 26379, 4222, 8080).
 REDIS_PORTS=(16379 16380 16381)
-SENTINEL_PORTS=(36379 36380 36381)
+# All below 32768, the start of Linux's ephemeral range: a port in it can be
+# taken by any outgoing connection's local end (a Sentinel on 36380 once
+# failed to bind so while tests ran beside the demo).
+SENTINEL_PORTS=(16479 16480 16481)
 NATS_PORT=14222
 EDGE_PORT=18080
 ADMIN_PORT=18081
