@@ -379,20 +379,25 @@ func (j *Journal) MarkAckedSeqs(ctx context.Context, dup bool, acks []Ack) error
 	if len(acks) == 0 {
 		return nil
 	}
-	pairs := make([][2]uint64, len(acks))
-	for i, a := range acks {
-		pairs[i] = [2]uint64{uint64(a.RowID), a.StreamSeq}
-	}
-	list, err := json.Marshal(pairs)
-	if err != nil {
-		return fmt.Errorf("encode row ids: %w", err)
-	}
+	// One prepared statement run per row, each a rowid lookup: an
+	// UPDATE … FROM json_each join let SQLite scan the whole table once
+	// per acked row (a 20,000-row backlog drained 14× slower,
+	// TestSevenDayOutageDrainsOnceWithinTheSyncPolicy: 116 s for 8 s).
+	now := ts(j.opt.Now())
 	return j.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.Exec(`UPDATE txns SET state = 'acked', last_error = '', acked_at = ?1,
-			first_acked_at = COALESCE(first_acked_at, ?1), dup_ack = ?2, stream_seq = a.seq
-			FROM (SELECT json_extract(value, '$[0]') AS id, json_extract(value, '$[1]') AS seq FROM json_each(?3)) AS a
-			WHERE txns.rowid = a.id AND state IN ('pending','sent')`, ts(j.opt.Now()), boolInt(dup), string(list))
-		return err
+		st, err := tx.PrepareContext(ctx, `UPDATE txns SET state = 'acked', last_error = '', acked_at = ?1,
+			first_acked_at = COALESCE(first_acked_at, ?1), dup_ack = ?2, stream_seq = ?3
+			WHERE rowid = ?4 AND state IN ('pending','sent')`)
+		if err != nil {
+			return fmt.Errorf("prepare the ack mark: %w", err)
+		}
+		defer st.Close()
+		for _, a := range acks {
+			if _, err := st.ExecContext(ctx, now, boolInt(dup), int64(a.StreamSeq), a.RowID); err != nil {
+				return fmt.Errorf("mark row %d acked: %w", a.RowID, err)
+			}
+		}
+		return nil
 	})
 }
 
