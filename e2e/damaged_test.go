@@ -101,15 +101,22 @@ func TestDamagedJournalRefusedThenSalvaged(t *testing.T) {
 		}
 		return false
 	}
+	// The daemon's own /readyz, not only the status screen: `posedge
+	// status` reads the journal itself when the daemon does not answer
+	// yet, so it can say CRIT before the daemon's check has run (a sale
+	// then met a listener not up yet, or was taken).
 	testenv.WaitFor(t, 60*time.Second, "the background quick_check finds the damage", func() bool {
 		if !s.Edge.Running() {
 			t.Fatalf("posedge exited on a journal damaged in its leaves:\n%s", s.Edge.Tail(3000))
+		}
+		if r := s.Admin("GET", "/readyz", nil); r.Status != 503 || !strings.Contains(string(r.Body), "damaged") {
+			return false
 		}
 		st, _, _ := posedgeStatus(t, s)
 		return st.Status == "crit" && advises(st)
 	})
 	if r := s.Sale(s.Terminals[0], "after-damage", "MX1", 1, 100); r.Status != 503 || r.Code() != "journal_unavailable" {
-		t.Fatalf("a sale on a journal found damaged: %d %s, want 503 journal_unavailable", r.Status, r.Body)
+		t.Fatalf("a sale on a journal found damaged: %d %s (%v), want 503 journal_unavailable", r.Status, r.Body, r.Err)
 	}
 	if r := s.Admin("GET", "/readyz", nil); r.Status != 503 || !strings.Contains(string(r.Body), "damaged") {
 		t.Fatalf("readyz on a journal found damaged: %d %s", r.Status, r.Body)

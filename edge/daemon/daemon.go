@@ -205,12 +205,14 @@ func syncPace(cfg *config.Config) time.Duration {
 // readyErr reads the health snapshot: nil when the daemon serves in
 // normal mode with a usable journal.
 func (d *Daemon) readyErr(context.Context) error {
-	if !d.ready.Load() {
-		return errors.New("starting: recovery not finished")
-	}
+	// A damaged journal first: it is what a technician must act on, and
+	// start-up recovery may never finish on it (it reads the journal).
 	s := d.health.Snapshot()
 	if s.Journal.Error != "" {
 		return fmt.Errorf("journal: %s", s.Journal.Error)
+	}
+	if !d.ready.Load() {
+		return errors.New("starting: recovery not finished")
 	}
 	if s.Ledger.Degraded {
 		return errors.New("redis unavailable: serving in degraded mode")
