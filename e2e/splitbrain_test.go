@@ -50,7 +50,7 @@ func splitBrain(t *testing.T, hold time.Duration) {
 	s := startStore(t, testenv.StoreOptions{Limits: looseMix, RedisPartitionable: true})
 	putMixItems(s)
 	ctx, cancel := context.WithCancel(context.Background())
-	mt := runMix(t, ctx, s, 4, "split", seed)
+	mt := runMixWith(t, ctx, s, 4, "split", seed, mixOptions{noScarce: true})
 	time.Sleep(1500 * time.Millisecond)
 	old := s.Redis.MasterIndex()
 	s.Redis.SplitBrain(old)
