@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -79,16 +80,21 @@ func (h *harness) rawEvalSha(tag string) func(i int) error {
 // raw EVALSHA of the limiter script, same concurrency, then the lookup's
 // latency at 1000 requests per second.
 func (h *harness) measureLookups() {
-	var ratios, rawRates, rates, p50s, p99s []float64
+	var ratios, rawRates, rates, p50s, p99s, cpus []float64
 	for rep := range h.sz.Reps {
 		rawDur, _, err := runConcurrent(h.sz.Lookups, h.rawEvalSha(fmt.Sprintf("raw%d", rep)))
 		if err != nil {
 			h.t.Fatal(err)
 		}
+		cpuBefore := readProcCPU()
 		dur, _, err := runConcurrent(h.sz.Lookups, h.lookup)
 		if err != nil {
 			h.t.Fatal(err)
 		}
+		cpu, cpuTotal := perOpMicros(cpuBefore, readProcCPU(), h.sz.Lookups)
+		cpus = append(cpus, cpuTotal)
+		h.notef("lookups at %d callers: CPU per lookup by process: %s; %.0f%% of the machine's %d CPUs busy",
+			concurrency, cpu, 100*cpuTotal*float64(h.sz.Lookups)/1e6/dur.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 		rawRate, rate := float64(h.sz.Lookups)/rawDur.Seconds(), float64(h.sz.Lookups)/dur.Seconds()
 		rawRates, rates, ratios = append(rawRates, rawRate), append(rates, rate), append(ratios, rate/rawRate)
 	}
@@ -106,6 +112,8 @@ func (h *harness) measureLookups() {
 	h.add(figure{Name: "limiter_vs_raw_evalsha", Value: median(ratios), Reps: ratios, Goal: ">= 0.6",
 		Detail: fmt.Sprintf("GET /v1/items/{barcode} through posedge ÷ raw EVALSHA ratelimit.lua, %d callers, %d ops each; reps %s",
 			concurrency, h.sz.Lookups, spread(ratios, "%.2f"))})
+	h.add(figure{Name: "lookup_cpu_us", Value: median(cpus), Reps: cpus,
+		Detail: fmt.Sprintf("CPU (µs) every process on the machine spent per lookup at %d callers, the harness's HTTP client included (by process in the notes); reps %s", concurrency, spread(cpus, "%.0f"))})
 	h.add(figure{Name: "lookup_per_s", Value: median(rates), Reps: rates, Detail: "lookups/s through posedge; reps " + spread(rates, "%.0f")})
 	h.add(figure{Name: "raw_evalsha_per_s", Value: median(rawRates), Reps: rawRates, Detail: "raw EVALSHA/s; reps " + spread(rawRates, "%.0f")})
 	h.add(figure{Name: "limiter_p99_ms", Value: median(decisionP99s), Reps: decisionP99s, Goal: "<= 2",
@@ -133,7 +141,7 @@ func (h *harness) decisionHistogram() []bucket {
 // draining exactly those sales unthrottled.
 func (h *harness) measureSalesAndReplay() {
 	var saleRatios, saleRates, rawCommitRates, p99s, p50s, cp99s []float64
-	var replayRatios, replayRates, rawPubRates []float64
+	var replayRatios, replayRates, rawPubRates, cpus []float64
 	var breakdown []string
 	for range h.sz.Reps {
 		lat, err := runPaced(h.sz.PacedSales, 100, h.saleOp())
@@ -148,12 +156,16 @@ func (h *harness) measureSalesAndReplay() {
 
 		h.store.NATS.Stop()
 		rawCommit := h.rawCommits(h.sz.Sales)
-		before := h.metrics()
+		before, cpuBefore := h.metrics(), readProcCPU()
 		dur, clat, err := runConcurrent(h.sz.Sales, h.saleOp())
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		after := h.metrics()
+		cpuAfter, after := readProcCPU(), h.metrics()
+		cpu, cpuTotal := perOpMicros(cpuBefore, cpuAfter, h.sz.Sales)
+		cpus = append(cpus, cpuTotal)
+		h.notef("sales at %d callers: CPU per sale by process: %s; %.0f%% of the machine's %d CPUs busy",
+			concurrency, cpu, 100*cpuTotal*float64(h.sz.Sales)/1e6/dur.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 		mean := func(name string) float64 {
 			n := after[name+"_count"] - before[name+"_count"]
 			if n <= 0 {
@@ -188,6 +200,8 @@ func (h *harness) measureSalesAndReplay() {
 	for i, b := range breakdown {
 		h.notef("sales at %d callers, rep %d, means: %s", concurrency, i+1, b)
 	}
+	h.add(figure{Name: "sale_cpu_us", Value: median(cpus), Reps: cpus,
+		Detail: fmt.Sprintf("CPU (µs) every process on the machine spent per sale at %d callers, the harness's HTTP client included (by process in the notes); reps %s", concurrency, spread(cpus, "%.0f"))})
 	h.add(figure{Name: "sale_p99_ms_saturated", Value: median(cp99s), Reps: cp99s,
 		Detail: fmt.Sprintf("p99 of the sales at %d callers (queueing included); reps %s", concurrency, spread(cp99s, "%.1f"))})
 	h.add(figure{Name: "replay_vs_raw_jetstream", Value: median(replayRatios), Reps: replayRatios, Goal: ">= 0.5",

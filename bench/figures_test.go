@@ -250,6 +250,35 @@ func (h *harness) notef(format string, args ...any) {
 	h.notes = append(h.notes, fmt.Sprintf(format, args...))
 }
 
+// phasesEnv names the phases a run measures, comma-separated (all when
+// unset): for working on one figure. Such a run never rewrites the doc
+// and is not checked for the required figures.
+const phasesEnv = "POSEDGE_BENCH_PHASES"
+
+// cpuProfileEnv names a file for posedge's CPU profile of the run
+// (`posedge run --cpuprofile`); posedge is stopped with SIGTERM at the
+// end to write it, so use it with phasesEnv that leave out recovery.
+const cpuProfileEnv = "POSEDGE_BENCH_CPUPROFILE"
+
+// benchPhases are the names phasesEnv takes, in the order they run.
+var benchPhases = []string{"idle", "roundtrips", "lookups", "sales", "ingest", "sim", "recovery", "sizes"}
+
+// parsePhases reads phasesEnv's value: nil for all.
+func parsePhases(v string) (map[string]bool, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	out := map[string]bool{}
+	for _, p := range strings.Split(v, ",") {
+		p = strings.TrimSpace(p)
+		if !slices.Contains(benchPhases, p) {
+			return nil, fmt.Errorf("%s: unknown phase %q (phases: %s)", phasesEnv, p, strings.Join(benchPhases, ", "))
+		}
+		out[p] = true
+	}
+	return out, nil
+}
+
 // TestFigures is the harness. Under `make bench` (POSEDGE_BENCH=full)
 // it measures every figure at full size; otherwise it runs at smoke size
 // so that `make test` proves every figure is still measured and printed.
@@ -261,53 +290,84 @@ func TestFigures(t *testing.T) {
 	}
 	h := setup(t, sz)
 	run := runInfo{Mode: mode, Reps: sz.Reps, Started: time.Now(), LoadStart: loadAvg(), Commit: gitDescribe()}
+	phases, err := parsePhases(os.Getenv(phasesEnv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phases != nil {
+		run.Mode += ", phases " + os.Getenv(phasesEnv)
+	}
+	want := func(name string) bool { return phases == nil || phases[name] }
 	// The report is printed (and its file written) even when a phase
 	// fails, with what was measured so far; the doc only from a whole run.
 	whole := false
-	defer func() { h.finish(run, whole) }()
+	defer func() { h.finish(run, whole && phases == nil) }()
 	// A phase that measures its figures once is called Reps times: every
 	// figure is printed with its repetitions, their median and the load.
-	for range sz.Reps {
-		h.measureIdle()
+	if want("idle") {
+		for range sz.Reps {
+			h.measureIdle()
+		}
 	}
 	h.startRSSSampler()
-	for range sz.Reps {
-		h.measureRoundTrips()
+	if want("roundtrips") {
+		for range sz.Reps {
+			h.measureRoundTrips()
+		}
 	}
-	h.measureLookups()
-	h.measureFloor()
+	if want("lookups") {
+		h.measureLookups()
+		h.measureFloor()
+	}
 	h.rssPhase()
-	h.measureSalesAndReplay()
-	h.measureSaleTrace()
-	h.measureIngest()
+	if want("sales") {
+		h.measureSalesAndReplay()
+		h.measureSaleTrace()
+	}
+	if want("ingest") {
+		h.measureIngest()
+	}
 	h.rssPhase()
-	for range sz.Reps {
-		h.measureSimLoad()
+	if want("sim") {
+		for range sz.Reps {
+			h.measureSimLoad()
+		}
 	}
 	h.rssPhase()
 	h.stopRSS()
 	h.add(figure{Name: "rss_load_mb", Value: slices.Max(h.rssPeaks) / 1e6, Goal: "< 100", Max: true, Reps: scale(h.rssPeaks, 1e-6),
-		Detail: "peak process_resident_memory_bytes of posedge sampled every 100 ms, the largest of the three load phases (repetitions: lookups; sales, replay and HQ ingest; the simulator)"})
+		Detail: "peak resident set (VmRSS) of posedge sampled every 100 ms, the largest of the three load phases (repetitions: lookups; sales, replay and HQ ingest; the simulator)"})
 	h.add(figure{Name: "goroutines_load", Value: slices.Max(h.grPeaks), Max: true, Reps: h.grPeaks,
-		Detail: "peak go_goroutines of posedge in the same three phases, the largest"})
-	// Then they kill posedge and the Redis master.
-	h.measureRestart()
-	// Each failover in a subtest: one that never gets back to normal mode
-	// is a finding (noted, the rest of the run still measured), not the
-	// end of the report.
-	for rep := range sz.FailoverReps {
-		if !h.phase(t, fmt.Sprintf("failover_%d", rep+1), h.measureFailover) {
-			h.notef("FINDING failover repetition %d: posedge not back in normal mode (see the test log); failover_no_sale_ms has the repetitions before it", rep+1)
-			break
+		Detail: "peak go_goroutines of posedge (/metrics once a second) in the same three phases, the largest"})
+	if want("recovery") {
+		// Then they kill posedge and the Redis master.
+		h.measureRestart()
+		// Each failover in a subtest: one that never gets back to normal mode
+		// is a finding (noted, the rest of the run still measured), not the
+		// end of the report.
+		for rep := range sz.FailoverReps {
+			if !h.phase(t, fmt.Sprintf("failover_%d", rep+1), h.measureFailover) {
+				h.notef("FINDING failover repetition %d: posedge not back in normal mode (see the test log); failover_no_sale_ms has the repetitions before it", rep+1)
+				break
+			}
 		}
 	}
-	// Last: they grow Redis and the journal past what the others expect.
-	if h.phase(t, "ready_for_sizes", func() { h.waitReady(2 * time.Minute) }) {
-		h.phase(t, "sizes", h.measureSizes)
-	} else {
-		h.notef("sizes not measured: posedge not ready after the failovers")
+	if want("sizes") {
+		// Last: they grow Redis and the journal past what the others expect.
+		if h.phase(t, "ready_for_sizes", func() { h.waitReady(2 * time.Minute) }) {
+			h.phase(t, "sizes", h.measureSizes)
+		} else {
+			h.notef("sizes not measured: posedge not ready after the failovers")
+		}
 	}
 
+	if p := os.Getenv(cpuProfileEnv); p != "" {
+		// posedge writes its profile when it ends on SIGTERM.
+		if err := h.store.Edge.Terminate(30 * time.Second); err != nil {
+			t.Errorf("stop posedge for its CPU profile %s: %v", p, err)
+		}
+		h.notef("posedge's CPU profile of the whole run: go tool pprof -top %s", p)
+	}
 	whole = true
 }
 
@@ -385,7 +445,11 @@ func figureProblems(out []byte) []string {
 func setup(t *testing.T, sz sizes) *harness {
 	h := &harness{t: t, sz: sz, http: newHTTPClient()}
 	h.pg = testenv.StartPostgres(t)
-	h.store = testenv.StartStore(t, testenv.StoreOptions{Bin: binDir, Terminals: terminals, Limits: looseLimits, NoHQ: true})
+	var edgeArgs []string
+	if p := os.Getenv(cpuProfileEnv); p != "" {
+		edgeArgs = []string{"--cpuprofile", p}
+	}
+	h.store = testenv.StartStore(t, testenv.StoreOptions{Bin: binDir, Terminals: terminals, Limits: looseLimits, NoHQ: true, EdgeArgs: edgeArgs})
 	t.Cleanup(h.http.CloseIdleConnections)
 	h.raw = redis.NewFailoverClient(&redis.FailoverOptions{MasterName: testenv.MasterName,
 		SentinelAddrs: h.store.Redis.SentinelAddrs(), PoolSize: concurrency})
@@ -453,19 +517,27 @@ func (h *harness) startRSSSampler() {
 		defer close(done)
 		tick := time.NewTicker(100 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for n := 0; ; n++ {
 			select {
 			case <-stop:
 				return
 			case <-tick.C:
 			}
-			m, err := scrapeMetrics(h.http, h.store.AdminURL+"/metrics")
-			if err != nil {
-				continue
+			// The resident size is read from /proc (what the daemon's own
+			// process_resident_memory_bytes reads): scraping /metrics every
+			// 100 ms cost posedge about a tenth of a core of gzip and text
+			// encoding, taken from the figures measured meanwhile. The
+			// goroutine count needs /metrics: once a second.
+			rss := residentBytes(h.store.Edge.Pid())
+			var goroutines float64
+			if n%10 == 0 {
+				if m, err := scrapeMetrics(h.http, h.store.AdminURL+"/metrics"); err == nil {
+					goroutines = m["go_goroutines"]
+				}
 			}
 			h.rssMu.Lock()
-			h.rssPeak = max(h.rssPeak, m["process_resident_memory_bytes"])
-			h.grPeak = max(h.grPeak, m["go_goroutines"])
+			h.rssPeak = max(h.rssPeak, rss)
+			h.grPeak = max(h.grPeak, goroutines)
 			h.rssMu.Unlock()
 		}
 	}()
@@ -477,6 +549,30 @@ func (h *harness) startRSSSampler() {
 			h.stopRSS()
 		}
 	})
+}
+
+// residentBytes is the resident set of process pid (VmRSS of
+// /proc/<pid>/status), 0 when it cannot be read.
+func residentBytes(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(v) // "12345 kB"
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseFloat(f[0], 64)
+				if err == nil {
+					return kb * 1024
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // runInfo is what the table says of the run itself.

@@ -35,6 +35,15 @@ type row struct {
 // the last, against a raw batched insert of the same rows into a fresh
 // database of the same kind; SQLite and PostgreSQL.
 func (h *harness) measureIngest() {
+	if h.sales == 0 {
+		// Run without the sales phase (POSEDGE_BENCH_PHASES): as many
+		// sales as it would have left in the stream.
+		n := h.sz.Reps * (h.sz.Sales + h.sz.PacedSales)
+		if _, _, err := runConcurrent(n, h.saleOp()); err != nil {
+			h.t.Fatal(err)
+		}
+		h.sales += n
+	}
 	h.waitBacklogEmpty()
 	want := h.store.JournalRows("")
 	var rows []row
@@ -45,12 +54,15 @@ func (h *harness) measureIngest() {
 			var count func() int
 			if kind == "sqlite" {
 				path := filepath.Join(h.t.TempDir(), "hq.db")
-				dsn, count = "sqlite://"+path, sqliteCount(path)
+				dsn, count = "sqlite://"+path, h.sqliteCount(path)
 			} else {
 				dsn = h.pg.NewDatabase(h.t)
 				count = h.postgresCount(dsn)
 			}
 			rate := h.hqIngest(fmt.Sprintf("%s%d", kind, rep), dsn, want, count)
+			if n := h.countRows(kind, dsn); n != want {
+				h.t.Fatalf("posedge-hq's stores table counted %d transactions, its transactions table holds %d", want, n)
+			}
 			if rows == nil {
 				rows = h.hqRows(dsn)
 			}
@@ -70,6 +82,10 @@ func (h *harness) measureIngest() {
 	}
 }
 
+// hqCPUProfileEnv names a directory for a CPU profile of each posedge-hq
+// the ingest figures start (`posedge-hq run --cpuprofile`).
+const hqCPUProfileEnv = "POSEDGE_BENCH_HQ_CPUPROFILE"
+
 // hqIngest starts posedge-hq on database dsn with its durable consumer
 // removed, so that it ingests the whole stream again, and returns its
 // rows/s.
@@ -88,11 +104,26 @@ func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64
 	if err := os.WriteFile(conf, []byte(body), 0o644); err != nil {
 		h.t.Fatal(err)
 	}
-	p := &testenv.Proc{Name: "posedge-hq-" + name, Args: []string{filepath.Join(binDir, "posedge-hq"), "run", "--config", conf},
-		Log: filepath.Join(dir, "hq.log")}
+	args := []string{filepath.Join(binDir, "posedge-hq"), "run", "--config", conf}
+	profile := ""
+	if d := os.Getenv(hqCPUProfileEnv); d != "" {
+		profile = filepath.Join(d, "posedge-hq-"+name+".pprof")
+		args = append(args, "--cpuprofile", profile)
+	}
+	p := &testenv.Proc{Name: "posedge-hq-" + name, Args: args, Log: filepath.Join(dir, "hq.log")}
+	cpuBefore := readProcCPU()
 	started := time.Now()
 	p.Start(h.t)
-	defer p.Kill()
+	defer func() {
+		if profile == "" {
+			p.Kill()
+			return
+		}
+		if err := p.Terminate(30 * time.Second); err != nil { // SIGTERM writes the profile
+			h.t.Errorf("stop posedge-hq for its CPU profile: %v", err)
+		}
+		h.notef("hq ingest %s: posedge-hq's CPU profile: go tool pprof -top %s", name, profile)
+	}()
 	var first time.Time
 	firstN := 0
 	deadline := started.Add(5 * time.Minute)
@@ -109,6 +140,8 @@ func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64
 				from, rows = started, want
 			}
 			h.noteHQBatches(name, admin, want, now.Sub(started))
+			cpu, _ := perOpMicros(cpuBefore, readProcCPU(), want)
+			h.notef("hq ingest %s: CPU per row by process, from posedge-hq's start to the last row: %s", name, cpu)
 			return float64(rows) / now.Sub(from).Seconds()
 		}
 		if !p.Running() {
@@ -121,20 +154,38 @@ func (h *harness) hqIngest(name, dsn string, want int, count func() int) float64
 	}
 }
 
+// The counts below are polled every pollEvery while posedge-hq works:
+// each is one open connection and a read of HQ's stores table (one row a
+// store, kept in the transaction that stores the rows), so the poll costs
+// the measured process next to nothing. Counting the rows themselves, on
+// a fresh connection each time, cost PostgreSQL a backend start and both
+// databases a scan of the growing table 50 times a second; hqIngest
+// checks the count against COUNT(*) once at the end.
+const storedQuery = `SELECT COALESCE(SUM(txn_count), 0) FROM stores`
+
 // sqliteCount counts HQ's rows read-only beside posedge-hq; 0 until its
-// table exists.
-func sqliteCount(path string) func() int {
+// tables exist.
+func (h *harness) sqliteCount(path string) func() int {
+	var db *sql.DB
+	h.t.Cleanup(func() {
+		if db != nil {
+			db.Close()
+		}
+	})
 	return func() int {
-		if _, err := os.Stat(path); err != nil {
-			return 0
+		if db == nil {
+			if _, err := os.Stat(path); err != nil {
+				return 0
+			}
+			c, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
+			if err != nil {
+				return 0
+			}
+			c.SetMaxOpenConns(1)
+			db = c
 		}
-		db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(5000)")
-		if err != nil {
-			return 0
-		}
-		defer db.Close()
 		var n int
-		if err := db.QueryRow(`SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil {
+		if err := db.QueryRow(storedQuery).Scan(&n); err != nil {
 			return 0
 		}
 		return n
@@ -142,20 +193,59 @@ func sqliteCount(path string) func() int {
 }
 
 func (h *harness) postgresCount(dsn string) func() int {
+	var conn *pgx.Conn
+	h.t.Cleanup(func() {
+		if conn != nil {
+			conn.Close(context.Background())
+		}
+	})
 	return func() int {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			return 0
+		if conn == nil {
+			c, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				return 0
+			}
+			conn = c
 		}
-		defer conn.Close(ctx)
 		var n int
-		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil {
+		if err := conn.QueryRow(ctx, storedQuery).Scan(&n); err != nil {
 			return 0
 		}
 		return n
 	}
+}
+
+// countRows is COUNT(*) of HQ's transactions table.
+func (h *harness) countRows(kind, dsn string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var n int
+	if kind == "postgres" {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if err := conn.QueryRow(ctx, `SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil {
+			h.t.Fatal(err)
+		}
+		return n
+	}
+	u, err := hq.ParseDatabaseURL(dsn)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+u.Path+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil {
+		h.t.Fatal(err)
+	}
+	return n
 }
 
 // hqRows reads back what posedge-hq stored: the raw inserts' input.

@@ -17,11 +17,11 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/posedge/posedge/internal/cpuprofile"
 	"github.com/posedge/posedge/sync/hq"
 )
 
@@ -114,7 +114,7 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		return &usageError{fmt.Sprintf("run: unexpected argument %q", fs.Arg(0))}
 	}
 	if *cpuProfile != "" {
-		stop, err := startCPUProfile(*cpuProfile)
+		stop, err := cpuprofile.Start(*cpuProfile)
 		if err != nil {
 			return err
 		}
@@ -132,22 +132,6 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 		return fmt.Errorf("invalid config, nothing started:\n%w", err)
 	}
 	return hq.NewServer(cfg, log, version).Run(ctx)
-}
-
-// startCPUProfile profiles the process into path until stop is called.
-func startCPUProfile(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("--cpuprofile: %w", err)
-	}
-	return func() {
-		pprof.StopCPUProfile()
-		f.Close()
-	}, nil
 }
 
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {

@@ -34,7 +34,7 @@ func (e *exitError) Error() string {
 const usage = `posedge — the store's edge daemon
 
 Usage:
-  posedge run          --config FILE     foreground daemon (what the service runs)
+  posedge run          --config FILE     foreground daemon (what the service runs; --cpuprofile FILE: a pprof CPU profile until SIGTERM)
   posedge install      --config FILE     register as a system service
   posedge uninstall [--force] | start | stop | restart | status-service
   posedge status       [--config FILE] [--json] [--timeout 3s]

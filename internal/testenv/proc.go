@@ -164,6 +164,16 @@ func (p *Proc) Running() bool {
 	}
 }
 
+// Pid is the process's id while it runs, else 0.
+func (p *Proc) Pid() int {
+	if !p.Running() {
+		return 0
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd.Process.Pid
+}
+
 // Signal sends sig to the process group.
 func (p *Proc) Signal(sig syscall.Signal) {
 	p.mu.Lock()

@@ -81,6 +81,9 @@ type StoreOptions struct {
 	// Env is added to the posedge process's environment (test-only
 	// knobs such as POSEDGE_TEST_CLOCK_SKEW).
 	Env []string
+	// EdgeArgs are appended to `posedge run --config FILE` (such as
+	// --cpuprofile for the bench).
+	EdgeArgs []string
 	// chain, set by Chain.AddStore: the store uses the chain's NATS (as
 	// its own NATS user) and posedge-hq, and a single Redis node.
 	chain *Chain
@@ -170,7 +173,7 @@ func StartStore(t testing.TB, o StoreOptions) *Store {
 	// exits at once, and the store is configured again on other ports.
 	for attempt := 0; ; attempt++ {
 		s.writeConfig(o)
-		s.Edge = &Proc{Name: "posedge", Args: []string{filepath.Join(s.Bin, "posedge"), "run", "--config", s.Config},
+		s.Edge = &Proc{Name: "posedge", Args: append([]string{filepath.Join(s.Bin, "posedge"), "run", "--config", s.Config}, o.EdgeArgs...),
 			Log: filepath.Join(s.Dir, fmt.Sprintf("posedge%d.log", attempt)), Env: o.Env}
 		if s.startEdge() || attempt == 2 {
 			break
