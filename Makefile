@@ -198,14 +198,16 @@ fuzz: ## every fuzz target for FUZZTIME each (default 60s), one at a time: execu
 	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 # The chain of bench-hq: stores × transactions per store, the posedge-hq
-# counts it runs (one after the other) and their batch_size.
+# counts it runs (one after the other) and their batch_size; CHAIN_DRAIN=1
+# fills the stream first (not timed) and times posedge-hq alone on it.
 CHAIN_STORES ?= 1000
 CHAIN_TXNS   ?= 5000
 CHAIN_HQ     ?= 1,2,4
 CHAIN_BATCH  ?= 256
+CHAIN_DRAIN  ?= 0
 
 bench-hq: ## HQ at chain scale: CHAIN_STORES stores replay CHAIN_TXNS each to 1, 2, 4 posedge-hq over a 3-node cluster (long)
-	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) POSEDGE_CHAIN_HQ=$(CHAIN_HQ) POSEDGE_CHAIN_BATCH=$(CHAIN_BATCH) \
+	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) POSEDGE_CHAIN_HQ=$(CHAIN_HQ) POSEDGE_CHAIN_BATCH=$(CHAIN_BATCH) POSEDGE_CHAIN_DRAIN=$(CHAIN_DRAIN) \
 		go test -p 1 -count=1 -run '^$$' -bench '^BenchmarkChainReplay$$' -benchtime 1x -timeout 600m -v ./sync/hq/ | tee bench-hq.log | grep '^figure'
 
 pkgmap: ## rewrite the package diagram in docs/design.md from go list (TestPackageDiagram checks it)

@@ -32,7 +32,11 @@ import (
 // posedge-hq counts (default "1,2,4"), POSEDGE_CHAIN_BATCH is their
 // batch_size (default 256); with POSEDGE_CHAIN_CPUPROFILE=DIR the first
 // posedge-hq writes a CPU profile of its run to DIR/hq<count>.cpu. make
-// bench-hq runs the 1,000 × 5,000.
+// bench-hq runs the 1,000 × 5,000. With POSEDGE_CHAIN_DRAIN=1
+// the stores first replay everything with posedge-hq stopped (not
+// timed), then posedge-hq starts on the full stream and the time to land
+// is its own: on a 2-core box the 1,000 replayers and the replicated
+// stream otherwise set the pace (docs/performance.md), not HQ.
 func BenchmarkChainReplay(b *testing.B) {
 	stores := envInt(b, "POSEDGE_CHAIN_STORES", 20)
 	txns := envInt(b, "POSEDGE_CHAIN_TXNS", 500)
@@ -52,7 +56,8 @@ func BenchmarkChainReplay(b *testing.B) {
 	for _, processes := range counts {
 		b.Run(fmt.Sprintf("hq=%d", processes), func(b *testing.B) {
 			for range b.N {
-				cb := chainBench{stores: stores, txns: txns, processes: processes, batch: batch, lagEvery: lagEvery}
+				cb := chainBench{stores: stores, txns: txns, processes: processes, batch: batch, lagEvery: lagEvery,
+					drain: os.Getenv("POSEDGE_CHAIN_DRAIN") == "1"}
 				if dir := os.Getenv("POSEDGE_CHAIN_CPUPROFILE"); dir != "" {
 					cb.cpuOut = filepath.Join(dir, fmt.Sprintf("hq%d.cpu", processes))
 				}
@@ -66,6 +71,7 @@ type chainBench struct {
 	stores, txns, processes, batch int
 	lagEvery                       time.Duration
 	cpuOut                         string
+	drain                          bool // HQ times a full stream (POSEDGE_CHAIN_DRAIN)
 }
 
 func envInt(b *testing.B, name string, def int) int {
@@ -95,12 +101,37 @@ func benchChain(b *testing.B, cb chainBench) {
 	b.Logf("%d journals of %d transactions built in %v", stores, txns, time.Since(built).Round(time.Millisecond))
 	total := int64(chain.Txns())
 
+	replay := func() func() error {
+		stop, err := chain.Replay(ctx, chainsim.ReplayOptions{NATSURL: c.NATS.URL(), StartJitter: 2 * time.Second, BatchSize: 500})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return stop
+	}
+	var stop func() error
+	if cb.drain {
+		for i := range c.HQ {
+			if err := c.HQ[i].Terminate(30 * time.Second); err != nil {
+				b.Fatal(err)
+			}
+		}
+		filled := time.Now()
+		stop = replay()
+		testenv.WaitFor(b, 4*time.Hour, "the whole chain in the stream", func() bool {
+			time.Sleep(time.Second)
+			return c.txnMessages() >= total
+		})
+		b.Logf("%d transactions in the stream after %v (not timed); posedge-hq starts", total, time.Since(filled).Round(time.Millisecond))
+	}
 	lag := newLagSampler(b, c.NATS.URL(), cb.lagEvery)
 	b.StartTimer()
 	start := time.Now()
-	stop, err := chain.Replay(ctx, chainsim.ReplayOptions{NATSURL: c.NATS.URL(), StartJitter: 2 * time.Second, BatchSize: 500})
-	if err != nil {
-		b.Fatal(err)
+	if cb.drain {
+		for i := range c.HQ {
+			c.HQ[i].Start(b)
+		}
+	} else {
+		stop = replay()
 	}
 	testenv.WaitFor(b, 4*time.Hour, "the whole chain stored at HQ", func() bool {
 		time.Sleep(250 * time.Millisecond) // a sum over the stores table, not a count of millions of rows
@@ -122,6 +153,9 @@ func benchChain(b *testing.B, cb chainBench) {
 		b.Fatalf("HQ holds %d, want %d", n, total)
 	}
 	name := fmt.Sprintf("chain_%dx%d_hq%d_batch%d", stores, txns, processes, cb.batch)
+	if cb.drain {
+		name += "_drain"
+	}
 	fmt.Printf("figure %s_rows_per_s %.0f\n", name, float64(total)/took.Seconds())
 	for _, p := range series {
 		fmt.Printf("figure %s_lag_at_%ds %d\n", name, int(p.at.Seconds()), p.lag)

@@ -201,6 +201,36 @@ func (c *chainHQ) streamInfo() (*jetstream.StreamInfo, error) {
 	return st.CachedInfo(), nil
 }
 
+// txnMessages is the number of transaction messages in POS_TXN (the
+// stores' pos.txn.<store> subjects, not their manifests or heartbeats),
+// -1 while the cluster does not answer.
+func (c *chainHQ) txnMessages() int64 {
+	nc, err := nats.Connect(c.NATS.URL(), nats.Timeout(2*time.Second))
+	if err != nil {
+		return -1
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, wire.DefaultStream)
+	if err != nil {
+		return -1
+	}
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(wire.DefaultSubjectPrefix+".*"))
+	if err != nil {
+		return -1
+	}
+	var n int64
+	for _, v := range info.State.Subjects {
+		n += int64(v)
+	}
+	return n
+}
+
 // streamLeader is the node leading POS_TXN.
 func (c *chainHQ) streamLeader() *testenv.NATSNode {
 	c.t.Helper()
