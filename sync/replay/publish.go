@@ -530,24 +530,31 @@ func errKind(err error) string {
 // row was not stored, it stays in the journal and is sent again.
 // nats-server answers JSStreamStoreFailedF (10077) with the store's own
 // error as description.
-func streamFull(err error) bool {
-	var api *jetstream.APIError
-	if !errors.As(err, &api) || api.ErrorCode != jsErrCodeStreamStoreFailed {
-		return false
-	}
-	switch api.Description {
-	case "maximum messages exceeded", "maximum bytes exceeded", "maximum messages per subject exceeded":
-		return true
-	}
-	return false
-}
+func streamFull(err error) bool { return streamLimit(err) != "" }
 
 // wholeStreamFull tells a publish refused by a limit of the whole stream
 // (stream_max_bytes, or a message count), not by this store's own
 // per-subject cap: space another store may have taken.
 func wholeStreamFull(err error) bool {
+	limit := streamLimit(err)
+	return limit != "" && limit != perSubjectLimit
+}
+
+// perSubjectLimit is how nats-server names a refusal by max_msgs_per_subject.
+const perSubjectLimit = "maximum messages per subject exceeded"
+
+// streamLimit is the stream limit that refused a publish, as nats-server
+// words it, or "" when err is no such refusal.
+func streamLimit(err error) string {
 	var api *jetstream.APIError
-	return streamFull(err) && errors.As(err, &api) && api.Description != "maximum messages per subject exceeded"
+	if !errors.As(err, &api) || api.ErrorCode != jsErrCodeStreamStoreFailed {
+		return ""
+	}
+	switch api.Description {
+	case "maximum messages exceeded", "maximum bytes exceeded", perSubjectLimit:
+		return api.Description
+	}
+	return ""
 }
 
 // jsErrCodeStreamStoreFailed is nats-server's JSStreamStoreFailedF, which
