@@ -82,10 +82,13 @@ func (h *harness) rawEvalSha(tag string) func(i int) error {
 func (h *harness) measureLookups() {
 	var ratios, rawRates, rates, p50s, p99s, cpus []float64
 	for rep := range h.sz.Reps {
+		rawBefore := readProcCPU()
 		rawDur, _, err := runConcurrent(h.sz.Lookups, h.rawEvalSha(fmt.Sprintf("raw%d", rep)))
 		if err != nil {
 			h.t.Fatal(err)
 		}
+		rawCPU, _ := perOpMicros(rawBefore, readProcCPU(), h.sz.Lookups)
+		h.notef("raw EVALSHA at %d callers: CPU per call by process: %s", concurrency, rawCPU)
 		cpuBefore := readProcCPU()
 		dur, _, err := runConcurrent(h.sz.Lookups, h.lookup)
 		if err != nil {
@@ -93,8 +96,8 @@ func (h *harness) measureLookups() {
 		}
 		cpu, cpuTotal := perOpMicros(cpuBefore, readProcCPU(), h.sz.Lookups)
 		cpus = append(cpus, cpuTotal)
-		h.notef("lookups at %d callers: CPU per lookup by process: %s; %.0f%% of the machine's %d CPUs busy",
-			concurrency, cpu, 100*cpuTotal*float64(h.sz.Lookups)/1e6/dur.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
+		h.notef("lookups at %d callers (posedge pid%d): CPU per lookup by process: %s; %.0f%% of the machine's %d CPUs busy",
+			concurrency, h.store.Edge.Pid(), cpu, 100*cpuTotal*float64(h.sz.Lookups)/1e6/dur.Seconds()/float64(runtime.NumCPU()), runtime.NumCPU())
 		rawRate, rate := float64(h.sz.Lookups)/rawDur.Seconds(), float64(h.sz.Lookups)/dur.Seconds()
 		rawRates, rates, ratios = append(rawRates, rawRate), append(rates, rate), append(ratios, rate/rawRate)
 	}

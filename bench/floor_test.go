@@ -130,10 +130,13 @@ func (h *harness) measureFloor() {
 	}
 	var ratios, floors, rates, loads, floorVsRaw []float64
 	for rep := range h.sz.Reps {
+		floorBefore := readProcCPU()
 		fd, _, err := runConcurrent(h.sz.Lookups, floor)
 		if err != nil {
 			h.t.Fatal(err)
 		}
+		floorCPU, _ := perOpMicros(floorBefore, readProcCPU(), h.sz.Lookups)
+		h.notef("floor server at %d callers: CPU per request by process (the floor is bench.test): %s", concurrency, floorCPU)
 		// The floor itself against the bare script, same repetition: how
 		// much of limiter_vs_raw_evalsha any HTTP server leaves on this
 		// machine (the harness's client shares its CPUs).

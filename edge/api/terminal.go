@@ -57,7 +57,27 @@ func (s *LastSeen) Snapshot() map[string]time.Time {
 	return out
 }
 
-type terminalAPI struct{ TerminalDeps }
+type terminalAPI struct {
+	TerminalDeps
+	// byHash is Keys by the raw sha256 instead of its hex: a request's key
+	// is looked up without encoding its hash (issue 26).
+	byHash map[[sha256.Size]byte]string
+}
+
+// keysByHash is keys (lowercase hex sha256 → terminal id) by the hash
+// itself. An entry that is not 64 lowercase hex digits could never match
+// a hex-encoded hash, so it is left out here too.
+func keysByHash(keys map[string]string) map[[sha256.Size]byte]string {
+	out := make(map[[sha256.Size]byte]string, len(keys))
+	for k, id := range keys {
+		var h [sha256.Size]byte
+		if n, err := hex.Decode(h[:], []byte(k)); err != nil || n != len(h) || hex.EncodeToString(h[:]) != k {
+			continue
+		}
+		out[h] = id
+	}
+	return out
+}
 
 type termHandler func(w http.ResponseWriter, r *http.Request, term string)
 
@@ -72,7 +92,7 @@ type readQueuer func(r *http.Request) redisdb.Read
 
 // NewTerminal returns the terminal API handler.
 func NewTerminal(d TerminalDeps) http.Handler {
-	t := &terminalAPI{d}
+	t := &terminalAPI{TerminalDeps: d, byHash: keysByHash(d.Keys)}
 	mux := http.NewServeMux()
 	mux.Handle("GET /v1/items/{barcode}", t.guardRead(ratelimit.ActionScan, t.itemRead, t.item))
 	mux.Handle("POST /v1/payment-tokens", t.guard("", t.token))
@@ -149,8 +169,7 @@ func (t *terminalAPI) auth(r *http.Request) (string, bool) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") || key == "" {
 		return "", false
 	}
-	sum := sha256.Sum256([]byte(strings.TrimSpace(key)))
-	term, ok := t.Keys[hex.EncodeToString(sum[:])]
+	term, ok := t.byHash[sha256.Sum256([]byte(strings.TrimSpace(key)))]
 	return term, ok
 }
 
@@ -172,7 +191,11 @@ func (t *terminalAPI) item(w http.ResponseWriter, r *http.Request, _ string, rep
 		fail(w, t.Log, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, it)
+	if it == nil {
+		writeJSON(w, http.StatusOK, it)
+		return
+	}
+	writeRaw(w, http.StatusOK, appendItemJSON(make([]byte, 0, 128), it))
 }
 
 func (t *terminalAPI) token(w http.ResponseWriter, r *http.Request, term string) {

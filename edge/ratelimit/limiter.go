@@ -73,6 +73,8 @@ type Limiter struct {
 	promoKey string
 	store    level
 	sync     level
+	syncPlan *plan
+	plans    plans
 	nonce    string
 	seq      atomic.Uint64
 	hold     time.Duration // longest window: how long to stay local after Redis returns
@@ -131,6 +133,7 @@ func New(rdb redis.UniversalClient, cfg Config, log *slog.Logger, reg prometheus
 	l.promoKey = l.k.Promo()
 	l.store = l.newLevel(levelStore, "store", l.k.RateStore(), cfg.Store, "")
 	l.sync = l.newLevel(levelStoreSync, ActionSync, l.k.RateSync(), cfg.Actions[ActionSync], ActionSync)
+	l.syncPlan = l.newPlan([]level{l.sync}, ActionSync)
 	l.hold = max(cfg.Store.Window, cfg.Terminal.Window)
 	for _, p := range cfg.Actions {
 		l.hold = max(l.hold, p.Window)
@@ -173,15 +176,7 @@ func (l *Limiter) AllowRead(ctx context.Context, terminalID, action string, read
 	if action != "" && !knownAction(action) {
 		return Decision{}, redisdb.Reply{}, fmt.Errorf("rate limit action %q: %w", action, ErrUnknownAction)
 	}
-	var buf [3]level
-	lv := append(buf[:0], l.store)
-	lv = append(lv, l.newLevel(levelTerminal, "terminal", l.k.RateTerminal(terminalID), l.cfg.Terminal, ""))
-	label := noAction
-	if action != "" {
-		lv = append(lv, l.newLevel(levelAction, action, l.k.RateAction(terminalID, action), l.cfg.Actions[action], action))
-		label = action
-	}
-	return l.decide(ctx, lv, label, read)
+	return l.decide(ctx, l.plan(terminalID, action), read)
 }
 
 // AllowStoreSync decides and charges one hit of the store-wide replay
@@ -190,7 +185,7 @@ func (l *Limiter) AllowRead(ctx context.Context, terminalID, action string, read
 // terminal levels. A promotion scales it as it scales the terminals' sync
 // level.
 func (l *Limiter) AllowStoreSync(ctx context.Context) (Decision, error) {
-	d, _, err := l.decide(ctx, []level{l.sync}, ActionSync, nil)
+	d, _, err := l.decide(ctx, l.syncPlan, nil)
 	return d, err
 }
 
@@ -222,8 +217,9 @@ func (l *Limiter) Denied() uint64 { return l.m.denied.Load() }
 // did not answer or answered again less than one window ago.
 func (l *Limiter) FallbackActive() bool { return l.fb.active.Load() }
 
-func (l *Limiter) decide(ctx context.Context, lv []level, action string, read Read) (Decision, redisdb.Reply, error) {
+func (l *Limiter) decide(ctx context.Context, p *plan, read Read) (Decision, redisdb.Reply, error) {
 	start := time.Now()
+	lv := p.lv
 	var (
 		d     Decision
 		idx   int
@@ -233,7 +229,7 @@ func (l *Limiter) decide(ctx context.Context, lv []level, action string, read Re
 	if l.useLocal() {
 		d, idx = l.local.decide(l.cfg.Now(), lv)
 	} else {
-		d, idx, reply, err = l.remote(ctx, lv, read)
+		d, idx, reply, err = l.remote(ctx, p, read)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil {
 				return Decision{}, redisdb.Reply{}, fmt.Errorf("rate limit: %w", cerr)
@@ -243,22 +239,20 @@ func (l *Limiter) decide(ctx context.Context, lv []level, action string, read Re
 			reply = redisdb.Reply{}
 		}
 	}
-	l.m.observe(d, lv[idx].metric, action, time.Since(start))
+	l.m.observe(d, lv[idx].metric, p.label, time.Since(start))
 	return d, reply, nil
 }
 
 // member is unique across daemons (random nonce) and requests (sequence).
 func (l *Limiter) member() string {
-	return l.nonce + strconv.FormatUint(l.seq.Add(1), 36)
+	var b [48]byte
+	return string(strconv.AppendUint(append(b[:0], l.nonce...), l.seq.Add(1), 36))
 }
 
 // remote decides on Redis; with read, in the same round trip
 // (redisdb.RunRateLimit).
-func (l *Limiter) remote(ctx context.Context, lv []level, read Read) (Decision, int, redisdb.Reply, error) {
-	levels := make([]redisdb.RateLevel, len(lv))
-	for i, v := range lv {
-		levels[i] = redisdb.RateLevel{Key: v.key, Limit: v.pol.Limit, WindowMillis: v.pol.Window.Milliseconds(), Scale: v.scale}
-	}
+func (l *Limiter) remote(ctx context.Context, p *plan, read Read) (Decision, int, redisdb.Reply, error) {
+	lv := p.lv
 	member := l.member()
 	var (
 		res   []int64
@@ -267,7 +261,7 @@ func (l *Limiter) remote(ctx context.Context, lv []level, read Read) (Decision, 
 	// res and reply are read only after fn returned nil: when withDeadline
 	// gives up on a goroutine, that goroutine's late writes are never read.
 	err := l.withDeadline(ctx, func(ctx context.Context) error {
-		r, rp, err := redisdb.RunRateLimit(ctx, l.rdb, l.k, member, levels, read)
+		r, rp, err := p.call.Run(ctx, l.rdb, member, read)
 		res, reply = r, rp
 		return err
 	})

@@ -16,7 +16,15 @@ type metrics struct {
 	latency   prometheus.Histogram
 	fallback  prometheus.Gauge
 	denied    atomic.Uint64 // requests denied since start, for status
+	// The series of every (level, action) a decision can name, looked up
+	// without building a label hash per decision (issue 26); read-only
+	// after newMetrics.
+	series map[seriesKey]*series
 }
+
+type seriesKey struct{ level, action string }
+
+type series struct{ allowed, denied, near prometheus.Counter }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
@@ -39,24 +47,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 	}
 	// Series that exist from the start, so dashboards and alerts see zeros.
+	m.series = map[seriesKey]*series{}
+	add := func(lv, a string) {
+		m.series[seriesKey{lv, a}] = &series{allowed: m.decisions.WithLabelValues(lv, a, "allowed"),
+			denied: m.decisions.WithLabelValues(lv, a, "denied"), near: m.near.WithLabelValues(lv, a)}
+	}
 	for _, lv := range []string{levelStore, levelTerminal} {
 		for _, a := range append([]string{noAction}, Actions()...) {
-			m.near.WithLabelValues(lv, a)
-			for _, d := range []string{"allowed", "denied"} {
-				m.decisions.WithLabelValues(lv, a, d)
-			}
+			add(lv, a)
 		}
 	}
 	for _, a := range Actions() {
-		m.near.WithLabelValues(levelAction, a)
-		for _, d := range []string{"allowed", "denied"} {
-			m.decisions.WithLabelValues(levelAction, a, d)
-		}
+		add(levelAction, a)
 	}
-	m.near.WithLabelValues(levelStoreSync, ActionSync)
-	for _, d := range []string{"allowed", "denied"} {
-		m.decisions.WithLabelValues(levelStoreSync, ActionSync, d)
-	}
+	add(levelStoreSync, ActionSync)
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.decisions, m.near, m.latency, m.fallback} {
 			if err := reg.Register(c); err != nil {
@@ -68,14 +72,19 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) observe(d Decision, lvl, action string, took time.Duration) {
-	dec := "allowed"
-	if !d.Allowed {
-		dec = "denied"
-		m.denied.Add(1)
+	s := m.series[seriesKey{lvl, action}]
+	if s == nil { // not a pair newMetrics knows: a defect, still counted
+		s = &series{allowed: m.decisions.WithLabelValues(lvl, action, "allowed"),
+			denied: m.decisions.WithLabelValues(lvl, action, "denied"), near: m.near.WithLabelValues(lvl, action)}
 	}
-	m.decisions.WithLabelValues(lvl, action, dec).Inc()
+	if d.Allowed {
+		s.allowed.Inc()
+	} else {
+		m.denied.Add(1)
+		s.denied.Inc()
+	}
 	if d.Remaining*5 < d.Limit {
-		m.near.WithLabelValues(lvl, action).Inc()
+		s.near.Inc()
 	}
 	m.latency.Observe(took.Seconds())
 }

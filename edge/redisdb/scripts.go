@@ -262,16 +262,24 @@ type RateLevel struct {
 	Scale        string // "" or the action name a promotion's actions list may name
 }
 
-func rateCall(k Keys, member string, lv []RateLevel) ([]string, []any) {
-	keys := make([]string, 0, len(lv)+1)
-	args := make([]any, 0, 1+3*len(lv))
-	keys = append(keys, k.Promo())
-	args = append(args, member)
+// RateCall is a call of ratelimit.lua over fixed levels, built once: its
+// keys and the levels' arguments (boxed for go-redis) are shared by every
+// decision of one terminal and action; only the member is per request.
+// It is read-only after PrepareRate, so safe for concurrent use.
+type RateCall struct {
+	keys []string
+	tail []any // ARGV after the member
+}
+
+// PrepareRate builds the call of ratelimit.lua over lv.
+func PrepareRate(k Keys, lv []RateLevel) RateCall {
+	c := RateCall{keys: make([]string, 0, len(lv)+1), tail: make([]any, 0, 3*len(lv))}
+	c.keys = append(c.keys, k.Promo())
 	for _, v := range lv {
-		keys = append(keys, v.Key)
-		args = append(args, v.Limit, v.WindowMillis, v.Scale)
+		c.keys = append(c.keys, v.Key)
+		c.tail = append(c.tail, v.Limit, v.WindowMillis, v.Scale)
 	}
-	return keys, args
+	return c
 }
 
 // RunRateLimit runs ratelimit.lua over lv, charging member. With read, the
@@ -279,14 +287,21 @@ func rateCall(k Keys, member string, lv []RateLevel) ([]string, []any) {
 // which handles a NOSCRIPT inside the pipeline as Script.Run does outside
 // one), and the reply is that of read's last attempt.
 func RunRateLimit(ctx context.Context, rdb redis.UniversalClient, k Keys, member string, lv []RateLevel, read Read) ([]int64, Reply, error) {
-	keys, args := rateCall(k, member, lv)
+	return PrepareRate(k, lv).Run(ctx, rdb, member, read)
+}
+
+// Run is RunRateLimit of the prepared levels.
+func (c RateCall) Run(ctx context.Context, rdb redis.UniversalClient, member string, read Read) ([]int64, Reply, error) {
+	args := make([]any, 1+len(c.tail))
+	args[0] = member
+	copy(args[1:], c.tail)
 	if read == nil {
-		res, err := rateScript.Run(ctx, rdb, keys, args...).Int64Slice()
+		res, err := rateScript.Run(ctx, rdb, c.keys, args...).Int64Slice()
 		return res, Reply{}, err
 	}
 	var last redis.Cmder
-	c := lua.RunPipelined(ctx, rdb, rateScript, keys, args, func(p redis.Pipeliner) { last = read(ctx, p) })
-	res, err := c.Int64Slice()
+	cmd := lua.RunPipelined(ctx, rdb, rateScript, c.keys, args, func(p redis.Pipeliner) { last = read(ctx, p) })
+	res, err := cmd.Int64Slice()
 	return res, Reply{c: last}, err
 }
 

@@ -35,16 +35,32 @@ func Clean(path, escaped string) bool {
 	if !strings.HasPrefix(path, "/") {
 		return false
 	}
-	low := strings.ToLower(escaped)
-	if strings.Contains(low, "%2f") || strings.Contains(low, "%5c") || strings.Contains(path, `\`) {
+	// Checked without building a lowered copy or a slice of segments:
+	// this runs on every request (issue 26).
+	if containsFold(escaped, "%2f") || containsFold(escaped, "%5c") || strings.Contains(path, `\`) {
 		return false
 	}
-	for _, seg := range strings.Split(path[1:], "/") {
+	for rest := path[1:]; ; {
+		seg, more, found := strings.Cut(rest, "/")
 		if seg == "" || seg == "." || seg == ".." {
 			return false
 		}
+		if !found {
+			return true
+		}
+		rest = more
 	}
-	return true
+}
+
+// containsFold reports whether s contains sub (ASCII, sub lower case)
+// in any case.
+func containsFold(s, sub string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteError writes the contract's error body:

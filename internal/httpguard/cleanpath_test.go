@@ -56,3 +56,35 @@ func TestCleanPaths(t *testing.T) {
 		})
 	}
 }
+
+// cleanBySplit is Clean as first written (a lowered copy, a slice of
+// segments), kept as the oracle of the allocation-free one.
+func cleanBySplit(path, escaped string) bool {
+	if path == "/" {
+		return true
+	}
+	if !strings.HasPrefix(path, "/") {
+		return false
+	}
+	low := strings.ToLower(escaped)
+	if strings.Contains(low, "%2f") || strings.Contains(low, "%5c") || strings.Contains(path, `\`) {
+		return false
+	}
+	for _, seg := range strings.Split(path[1:], "/") {
+		if seg == "" || seg == "." || seg == ".." {
+			return false
+		}
+	}
+	return true
+}
+
+func FuzzCleanAgreesWithSplit(f *testing.F) {
+	for _, s := range []string{"/", "/v1/items/A", "/v1//x", "/v1/./x", "/v1/../x", "/v1/x/", "/a%2Fb", "/a%5cb", `/a\b`, "", "x", "/.", "/..", "/%2f"} {
+		f.Add(s, s)
+	}
+	f.Fuzz(func(t *testing.T, path, escaped string) {
+		if got, want := Clean(path, escaped), cleanBySplit(path, escaped); got != want {
+			t.Fatalf("Clean(%q, %q) = %v, the split version says %v", path, escaped, got, want)
+		}
+	})
+}
