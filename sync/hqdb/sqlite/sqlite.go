@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -52,13 +53,17 @@ type Store struct {
 	// transactions by their row count, prepared at open: the one writer
 	// connection cannot prepare while a batch's transaction holds it.
 	multi map[int]*sql.Stmt
+	// multiDay holds the multi-row day_totals upserts of 1, 2, 4 …
+	// sqliteMultiDays rows the same way: a batch of one store's 50
+	// terminals is one or two statements, not 50 (issue 26).
+	multiDay map[int]*sql.Stmt
 }
 
 // sqliteStmts are the writer's statements, prepared once: SQLite spends
 // more parsing a statement than running it.
 type sqliteStmts struct {
-	storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay *sql.Stmt
-	insertQuarantine, readDay, insertAdjustment                                         *sql.Stmt
+	storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore *sql.Stmt
+	insertQuarantine, readDays, insertAdjustment                             *sql.Stmt
 }
 
 func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -72,9 +77,8 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.upsertHeartbeat, hqdb.UpsertHeartbeatSQL},
 		{&st.upsertStore, sqliteUpsertStore},
 		{&st.insertAdjustment, hqdb.InsertAdjustmentSQL},
-		{&st.upsertDay, sqliteUpsertDay},
 		{&st.insertQuarantine, hqdb.InsertQuarantineSQL},
-		{&st.readDay, sqliteReadDay},
+		{&st.readDays, sqliteReadDays},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -208,12 +212,12 @@ func (s *Store) Ping(ctx context.Context) error {
 const (
 	// CAST: a row written by an older posedge-hq whose sum overflowed
 	// into REAL reads as the nearest integer rather than failing.
-	sqliteReadDay = `SELECT CAST(sales AS INTEGER), CAST(sales_cents AS INTEGER),
+	// One read per store and business day of a batch, every terminal
+	// of it: a batch holds one or a few store-days and up to all their
+	// terminals, so this is one statement where one per terminal was.
+	sqliteReadDays = `SELECT terminal_id, CAST(sales AS INTEGER), CAST(sales_cents AS INTEGER),
 		CAST(refunds AS INTEGER), CAST(refund_cents AS INTEGER)
-		FROM day_totals WHERE store_id = ? AND terminal_id = ? AND business_date = ?`
-	sqliteUpsertDay = `INSERT INTO day_totals
-		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
-		VALUES (?, ?, ?, ?, ?, ?, ?)` + hqdb.DayTotalsAdd
+		FROM day_totals WHERE store_id = ? AND business_date = ?`
 	sqliteUpsertStore = `INSERT INTO stores
 		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
 		VALUES (?, ?, ?, ?, ?, ?)
@@ -238,15 +242,11 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcom
 	defer tx.Rollback()
 	out := make([]hqdb.Outcome, len(msgs))
 	delta := hqdb.NewBatchDelta()
-	readDay := tx.StmtContext(ctx, s.st.readDay)
-	guard := hqdb.NewDayGuard(func(k hqdb.DayKey) (hqdb.Totals, error) {
-		var t hqdb.Totals
-		err := readDay.QueryRowContext(ctx, k.Store, k.Terminal, k.Date).Scan(&t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents)
-		if errors.Is(err, sql.ErrNoRows) {
-			return hqdb.Totals{}, nil
-		}
-		return t, err
-	})
+	stored, err := s.readDays(ctx, tx, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("insert batch: %w", err)
+	}
+	guard := hqdb.NewDayGuard(func(k hqdb.DayKey) (hqdb.Totals, error) { return stored[k], nil })
 	// Transactions to store go in multi-row inserts after this loop;
 	// everything else is decided here, in order.
 	var rows []int
@@ -300,7 +300,7 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcom
 	for i := range msgs {
 		delta.Add(&msgs[i], out[i])
 	}
-	upStore, upDay := tx.StmtContext(ctx, s.st.upsertStore), tx.StmtContext(ctx, s.st.upsertDay)
+	upStore := tx.StmtContext(ctx, s.st.upsertStore)
 	for _, d := range delta.SortedStores() {
 		var created, received string
 		if d.HasTxn {
@@ -310,11 +310,8 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcom
 			return nil, fmt.Errorf("insert batch: update store %s: %w", d.ID, err)
 		}
 	}
-	for _, d := range delta.SortedDays() {
-		if _, err := upDay.ExecContext(ctx, d.Store, d.Terminal, d.Date,
-			d.Sales, d.SalesCents, d.Refunds, d.RefundCents); err != nil {
-			return nil, fmt.Errorf("insert batch: update day totals: %w", err)
-		}
+	if err := s.upsertDays(ctx, tx, delta.SortedDays()); err != nil {
+		return nil, fmt.Errorf("insert batch: update day totals: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("insert batch: commit: %w", err)
@@ -393,6 +390,73 @@ func (s *Store) insertTxns(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg, row
 	return nil
 }
 
+// readDays reads the stored day totals of the days msgs' transactions
+// fall on, one statement per store and business day.
+func (s *Store) readDays(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg) (map[hqdb.DayKey]hqdb.Totals, error) {
+	type storeDay struct{ store, date string }
+	var asked []storeDay
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Kind != hqdb.KindTxn || m.Quarantine != "" {
+			continue
+		}
+		sd := storeDay{m.StoreID, m.Day}
+		if !slices.Contains(asked, sd) {
+			asked = append(asked, sd)
+		}
+	}
+	stored := make(map[hqdb.DayKey]hqdb.Totals)
+	if len(asked) == 0 {
+		return stored, nil
+	}
+	read := tx.StmtContext(ctx, s.st.readDays)
+	for _, sd := range asked {
+		if err := func() error {
+			rows, err := read.QueryContext(ctx, sd.store, sd.date)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				k := hqdb.DayKey{Store: sd.store, Date: sd.date}
+				var t hqdb.Totals
+				if err := rows.Scan(&k.Terminal, &t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents); err != nil {
+					return err
+				}
+				stored[k] = t
+			}
+			return rows.Err()
+		}(); err != nil {
+			return nil, fmt.Errorf("read day totals of %s/%s: %w", sd.store, sd.date, err)
+		}
+	}
+	return stored, nil
+}
+
+// sqliteMultiDays is the most rows of one day_totals upsert (7
+// variables each); a power of two.
+const sqliteMultiDays = 64
+
+// upsertDays adds days to day_totals with multi-row upserts, in the
+// order given.
+func (s *Store) upsertDays(ctx context.Context, tx *sql.Tx, days []*hqdb.DayDelta) error {
+	for len(days) > 0 {
+		n := sqliteMultiDays
+		for n > len(days) {
+			n /= 2
+		}
+		args := make([]any, 0, 7*n)
+		for _, d := range days[:n] {
+			args = append(args, d.Store, d.Terminal, d.Date, d.Sales, d.SalesCents, d.Refunds, d.RefundCents)
+		}
+		if _, err := tx.StmtContext(ctx, s.multiDay[n]).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		days = days[n:]
+	}
+	return nil
+}
+
 // prepareMulti prepares the multi-row inserts.
 func (s *Store) prepareMulti(ctx context.Context) error {
 	s.multi = map[int]*sql.Stmt{}
@@ -412,6 +476,17 @@ func (s *Store) prepareMulti(ctx context.Context) error {
 			return fmt.Errorf("prepare the insert of %d transactions: %w", n, err)
 		}
 		s.multi[n] = st
+	}
+	s.multiDay = map[int]*sql.Stmt{}
+	for n := 1; n <= sqliteMultiDays; n *= 2 {
+		q := `INSERT INTO day_totals
+		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ") + hqdb.DayTotalsAdd
+		st, err := s.w.PrepareContext(ctx, q)
+		if err != nil {
+			return fmt.Errorf("prepare the upsert of %d day totals: %w", n, err)
+		}
+		s.multiDay[n] = st
 	}
 	return nil
 }
