@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/posedge/posedge/internal/privfile"
@@ -57,6 +58,13 @@ type Store struct {
 	// sqliteMultiDays rows the same way: a batch of one store's 50
 	// terminals is one or two statements, not 50 (issue 26).
 	multiDay map[int]*sql.Stmt
+	// plain holds the same inserts as multi without RETURNING: a chunk of
+	// new rows (all of them, nearly always) goes in without a result row
+	// to step and scan per row; see insertTxns.
+	plain map[int]*sql.Stmt
+	// returned counts the chunks that needed RETURNING to tell which rows
+	// went in (a key stored already or repeated in the batch).
+	returned atomic.Int64
 }
 
 // sqliteStmts are the writer's statements, prepared once: SQLite spends
@@ -64,6 +72,7 @@ type Store struct {
 type sqliteStmts struct {
 	storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore *sql.Stmt
 	insertQuarantine, readDays, insertAdjustment                             *sql.Stmt
+	savepoint, rollbackTo, release                                           *sql.Stmt
 }
 
 func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -79,6 +88,9 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.insertAdjustment, hqdb.InsertAdjustmentSQL},
 		{&st.insertQuarantine, hqdb.InsertQuarantineSQL},
 		{&st.readDays, sqliteReadDays},
+		{&st.savepoint, "SAVEPOINT posedge_chunk"},
+		{&st.rollbackTo, "ROLLBACK TO posedge_chunk"},
+		{&st.release, "RELEASE posedge_chunk"},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -327,6 +339,13 @@ const sqliteMultiRows = 128
 // and sets their outcomes: inserted, or, for a key already stored (or
 // inserted earlier in the batch), duplicate or conflict by the stored
 // body.
+//
+// A chunk whose keys are new to the batch first goes in without
+// RETURNING, under a savepoint: when SQLite says it inserted every row,
+// each one is inserted. Otherwise (a redelivery: some key is stored
+// already) the chunk is rolled back to the savepoint and inserted again
+// with RETURNING, which names the rows that went in. Most chunks are all
+// new; RETURNING cost a result row stepped and scanned per row (issue 26).
 func (s *Store) insertTxns(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg, rows []int, out []hqdb.Outcome) error {
 	first := make(map[hqdb.TxnKey]int, len(rows))
 	for lo := 0; lo < len(rows); {
@@ -338,18 +357,34 @@ func (s *Store) insertTxns(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg, row
 		}
 		chunk := rows[lo : lo+n]
 		lo += n
-		stmt := s.multi[n]
 		args := make([]any, 0, 9*len(chunk))
+		repeats := false
 		for _, i := range chunk {
 			m := &msgs[i]
 			t := m.Txn
 			args = append(args, m.StoreID, t.FlowNo, t.TerminalID, t.Kind, t.TotalCents,
 				formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt), m.Day)
-			if _, ok := first[hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}]; !ok {
-				first[hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}] = i
+			k := hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}
+			if _, ok := first[k]; ok {
+				repeats = true
+			} else {
+				first[k] = i
 			}
 		}
-		res, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+		if !repeats {
+			all, err := s.insertAllNew(ctx, tx, n, args)
+			if err != nil {
+				return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
+			}
+			if all {
+				for _, i := range chunk {
+					out[i] = hqdb.Inserted
+				}
+				continue
+			}
+		}
+		s.returned.Add(1)
+		res, err := tx.StmtContext(ctx, s.multi[n]).QueryContext(ctx, args...)
 		if err != nil {
 			return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
 		}
@@ -457,25 +492,55 @@ func (s *Store) upsertDays(ctx context.Context, tx *sql.Tx, days []*hqdb.DayDelt
 	return nil
 }
 
+// insertAllNew inserts n rows of args without RETURNING and reports
+// true when every one went in; otherwise it undoes the insert and
+// reports false, for the caller to insert them with RETURNING.
+func (s *Store) insertAllNew(ctx context.Context, tx *sql.Tx, n int, args []any) (bool, error) {
+	if _, err := tx.StmtContext(ctx, s.st.savepoint).ExecContext(ctx); err != nil {
+		return false, err
+	}
+	res, err := tx.StmtContext(ctx, s.plain[n]).ExecContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	inserted, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	if inserted != int64(n) {
+		if _, err := tx.StmtContext(ctx, s.st.rollbackTo).ExecContext(ctx); err != nil {
+			return false, err
+		}
+	}
+	if _, err := tx.StmtContext(ctx, s.st.release).ExecContext(ctx); err != nil {
+		return false, err
+	}
+	return inserted == int64(n), nil
+}
+
+// ReturnedChunks counts the chunks of transactions that were inserted
+// with RETURNING (some key already stored, or repeated in the batch)
+// rather than in one plain insert.
+func (s *Store) ReturnedChunks() int64 { return s.returned.Load() }
+
 // prepareMulti prepares the multi-row inserts.
 func (s *Store) prepareMulti(ctx context.Context) error {
-	s.multi = map[int]*sql.Stmt{}
+	s.multi, s.plain = map[int]*sql.Stmt{}, map[int]*sql.Stmt{}
 	for n := 1; n <= sqliteMultiRows; n *= 2 {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO transactions
-		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date) VALUES `)
-		for i := range n {
-			if i > 0 {
-				q.WriteString(", ")
+		q := `INSERT INTO transactions
+		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
+			" ON CONFLICT (store_id, flow_no) DO NOTHING"
+		for _, p := range []struct {
+			to map[int]*sql.Stmt
+			q  string
+		}{{s.plain, q}, {s.multi, q + " RETURNING store_id, flow_no"}} {
+			st, err := s.w.PrepareContext(ctx, p.q)
+			if err != nil {
+				return fmt.Errorf("prepare the insert of %d transactions: %w", n, err)
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			p.to[n] = st
 		}
-		q.WriteString(" ON CONFLICT (store_id, flow_no) DO NOTHING RETURNING store_id, flow_no")
-		st, err := s.w.PrepareContext(ctx, q.String())
-		if err != nil {
-			return fmt.Errorf("prepare the insert of %d transactions: %w", n, err)
-		}
-		s.multi[n] = st
 	}
 	s.multiDay = map[int]*sql.Stmt{}
 	for n := 1; n <= sqliteMultiDays; n *= 2 {
