@@ -71,7 +71,10 @@ const pgIngest = `WITH u AS (
 		SELECT a.id, COALESCE(i.n, 0), COALESCE(i.maxf, ''), i.lc, i.lr, a.seen
 		FROM unnest($17::text[], $18::timestamptz[]) AS a(id, seen) LEFT JOIN (
 			SELECT store_id, count(*) AS n, max(created_at) AS lc, max(received_at) AS lr,
-				(array_agg(flow_no ORDER BY length(flow_no) DESC, flow_no COLLATE "C" DESC))[1] AS maxf
+				-- The numerically greatest flow number (1-32 digits): the
+				-- greatest of its length in two digits then itself, a plain
+				-- max rather than an array sorted per batch (issue 26).
+				substr(max((lpad(length(flow_no)::text, 2, '0') || flow_no) COLLATE "C"), 3) AS maxf
 			FROM ins GROUP BY store_id) i ON i.store_id = a.id
 		ORDER BY a.id
 ` + pgStoresMerge + `
