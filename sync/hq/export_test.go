@@ -15,6 +15,10 @@ var SameJSON = hqdb.SameBody
 // store in one round trip.
 func CarefulBatches(s hqdb.Store) int64 { return s.(*postgres.Store).CarefulBatches() }
 
+// StoredKeyBatches is how many batches a PostgreSQL store sent again
+// with ON CONFLICT after their plain insert met a stored key.
+func StoredKeyBatches(s hqdb.Store) int64 { return s.(*postgres.Store).StoredKeyBatches() }
+
 // ReturnedChunks is how many chunks of transactions a SQLite store
 // inserted with RETURNING rather than in one plain insert.
 func ReturnedChunks(s hqdb.Store) int64 { return s.(*sqlite.Store).ReturnedChunks() }
