@@ -68,7 +68,7 @@ func (a *admin) healthz(w http.ResponseWriter, r *http.Request) {
 
 func (a *admin) watermark(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("store_id")
-	if !storeIDPattern.MatchString(id) {
+	if !validStoreID(id) {
 		writeError(w, http.StatusBadRequest, "invalid_store_id", "store ID must be 1-32 of [A-Za-z0-9_-]")
 		return
 	}
@@ -84,7 +84,7 @@ func (a *admin) watermark(w http.ResponseWriter, r *http.Request) {
 // quarantine lists the store's quarantined transactions (docs/hq-sync.md).
 func (a *admin) quarantine(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("store_id")
-	if !storeIDPattern.MatchString(id) {
+	if !validStoreID(id) {
 		writeError(w, http.StatusBadRequest, "invalid_store_id", "store ID must be 1-32 of [A-Za-z0-9_-]")
 		return
 	}
@@ -123,7 +123,7 @@ func (a *admin) stores(w http.ResponseWriter, r *http.Request) {
 // storeEntry is one store of the fleet view, 404 for one never heard from.
 func (a *admin) storeEntry(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("store_id")
-	if !storeIDPattern.MatchString(id) {
+	if !validStoreID(id) {
 		writeError(w, http.StatusBadRequest, "invalid_store_id", "store ID must be 1-32 of [A-Za-z0-9_-]")
 		return
 	}

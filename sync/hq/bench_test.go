@@ -72,16 +72,17 @@ func benchInsertBatch(b *testing.B, newDSN func(b *testing.B) string, raw func(b
 	b.ReportMetric(storeRate/rawRate, "ratio")
 }
 
-// benchMsgs are n sales of ten stores replaying at once, each in runs of
-// 500 (the edge's hq.batch_size), seven terminals per store.
+// benchMsgs are n sales of benchStores stores replaying at once, each in
+// runs of 500 (the edge's hq.batch_size), benchTerminals terminals per
+// store.
 func benchMsgs(b *testing.B, n int) []hqdb.Msg {
 	msgs := make([]hqdb.Msg, n)
 	now := time.Now()
 	flows := map[string]int{}
 	for i := range msgs {
-		store := fmt.Sprintf("S%03d", (i/500)%10)
+		store := fmt.Sprintf("S%03d", (i/500)%benchStores)
 		flows[store]++
-		msgs[i] = sale{store: store, flow: fmt.Sprint(flows[store]), cents: int64(i), terminal: fmt.Sprintf("T%02d", i%7), created: now}.msg(b, now)
+		msgs[i] = sale{store: store, flow: fmt.Sprint(flows[store]), cents: int64(i), terminal: fmt.Sprintf("T%02d", i%benchTerminals), created: now}.msg(b, now)
 	}
 	return msgs
 }
@@ -246,3 +247,9 @@ func rawPostgres(b *testing.B, dsn string, msgs []hqdb.Msg) time.Duration {
 	}
 	return time.Since(start)
 }
+
+// The shape of benchMsgs: make bench's store (bench/figures_test.go, one
+// store of 50 terminals), so that a batch touches as many day_totals rows
+// as posedge-hq's does there; it was ten stores of seven terminals, which
+// hid the per-terminal day statements (issue 26).
+const benchStores, benchTerminals = 1, 50

@@ -62,7 +62,7 @@ func ValidateCatalogEntry(storeID, barcode string, it CatalogItem, maxCents int6
 	switch {
 	case !barcodePattern.MatchString(barcode):
 		return &CatalogFieldError{"invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]"}
-	case storeID != "" && (!storeIDPattern.MatchString(storeID) || storeID == AllStores):
+	case storeID != "" && (!validStoreID(storeID) || storeID == AllStores):
 		return &CatalogFieldError{"invalid_store_id", "store_id must be 1-32 of [A-Za-z0-9_-] and not " + AllStores}
 	case it.Name == "" || len(it.Name) > MaxItemName:
 		return &CatalogFieldError{"invalid_name", fmt.Sprintf("name is required, at most %d bytes", MaxItemName)}

@@ -81,7 +81,7 @@ func (h *catalogAdmin) delete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_barcode", "barcode must be 1-64 of [A-Za-z0-9._-]")
 		return
 	}
-	if storeID != "" && (!storeIDPattern.MatchString(storeID) || storeID == AllStores) {
+	if storeID != "" && (!validStoreID(storeID) || storeID == AllStores) {
 		writeError(w, http.StatusBadRequest, "invalid_store_id", "store_id must be 1-32 of [A-Za-z0-9_-] and not "+AllStores)
 		return
 	}

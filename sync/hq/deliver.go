@@ -62,7 +62,7 @@ func (r *Receiver) deliverHandler(ctx context.Context) nats.MsgHandler {
 // deliver checks and stores one directly delivered transaction of
 // storeID; result is the metric's label.
 func (r *Receiver) deliver(ctx context.Context, storeID string, m *nats.Msg, limit *storeWindows) (wire.DeliverReply, string) {
-	if !storeIDPattern.MatchString(storeID) {
+	if !validStoreID(storeID) {
 		return wire.DeliverReply{Error: "invalid store ID in subject"}, "invalid"
 	}
 	if !limit.allow(storeID, time.Now()) {

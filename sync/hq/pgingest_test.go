@@ -16,6 +16,9 @@ import (
 // redeliveries, manifests, heartbeats) take the one-round-trip ingest;
 // a conflict or a quarantined sale makes the batch take the careful
 // path, with the same outcomes as SQLite's (TestStore checks those).
+// New sales go in without ON CONFLICT; the first batch holding a key
+// stored already is sent again with it (storedKey), and so are the
+// batches right after it.
 func TestPostgresOneRoundTrip(t *testing.T) {
 	pg := testenv.StartPostgres(t)
 	s := openStore(t, pg.NewDatabase(t), hqdb.StoreOptions{})
@@ -31,30 +34,34 @@ func TestPostgresOneRoundTrip(t *testing.T) {
 		msgs    []hqdb.Msg
 		want    []hqdb.Outcome
 		careful int64 // careful batches so far
+		stored  int64 // batches sent again with ON CONFLICT so far
 	}{
 		{"new sales, a refund, a manifest, a heartbeat",
 			[]hqdb.Msg{a.msg(t, t0), b.msg(t, t0), c.msg(t, t0), mf, hb},
-			[]hqdb.Outcome{hqdb.Inserted, hqdb.Inserted, hqdb.Inserted, hqdb.Inserted, hqdb.Inserted}, 0},
+			[]hqdb.Outcome{hqdb.Inserted, hqdb.Inserted, hqdb.Inserted, hqdb.Inserted, hqdb.Inserted}, 0, 0},
 		{"redelivered, and repeated inside the batch",
 			[]hqdb.Msg{a.msg(t, t0.Add(time.Minute)), a.msg(t, t0.Add(time.Minute)), c.msg(t, t0)},
-			[]hqdb.Outcome{hqdb.Duplicate, hqdb.Duplicate, hqdb.Duplicate}, 0},
+			[]hqdb.Outcome{hqdb.Duplicate, hqdb.Duplicate, hqdb.Duplicate}, 0, 1},
 		{"a conflict",
 			[]hqdb.Msg{sale{store: "S001", flow: "1", cents: 701}.msg(t, t0), sale{store: "S001", flow: "3", cents: 1}.msg(t, t0)},
-			[]hqdb.Outcome{hqdb.Conflict, hqdb.Inserted}, 1},
+			[]hqdb.Outcome{hqdb.Conflict, hqdb.Inserted}, 1, 1},
 		{"a day total near 2^63-1",
 			[]hqdb.Msg{sale{store: "S009", flow: "1", terminal: "T09", cents: math.MaxInt64 - 1}.msg(t, t0)},
-			[]hqdb.Outcome{hqdb.Inserted}, 1},
+			[]hqdb.Outcome{hqdb.Inserted}, 1, 1},
 		{"a sale that would carry it past (found by the statement)",
 			[]hqdb.Msg{sale{store: "S009", flow: "2", terminal: "T09", cents: 2}.msg(t, t0), sale{store: "S009", flow: "3", terminal: "T08", cents: 2}.msg(t, t0)},
-			[]hqdb.Outcome{hqdb.Quarantined, hqdb.Inserted}, 2},
+			[]hqdb.Outcome{hqdb.Quarantined, hqdb.Inserted}, 2, 1},
 		{"a sale Screen quarantined",
 			[]hqdb.Msg{screened},
-			[]hqdb.Outcome{hqdb.Quarantined}, 3},
+			[]hqdb.Outcome{hqdb.Quarantined}, 3, 1},
 	}
 	for _, st := range steps {
 		wantOutcomes(t, insert(t, s, st.msgs...), st.want...)
 		if got := hq.CarefulBatches(s); got != st.careful {
 			t.Fatalf("%s: %d careful batches so far, want %d", st.name, got, st.careful)
+		}
+		if got := hq.StoredKeyBatches(s); got != st.stored {
+			t.Fatalf("%s: %d batches sent again with ON CONFLICT so far, want %d", st.name, got, st.stored)
 		}
 	}
 	w := watermark(t, s, "S001")

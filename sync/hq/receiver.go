@@ -652,7 +652,7 @@ func (r *Receiver) haveHandler(ctx context.Context) nats.MsgHandler {
 		switch err := json.Unmarshal(m.Data, &req); {
 		case err != nil:
 			reply.Error, result = "invalid request: "+err.Error(), "invalid"
-		case !storeIDPattern.MatchString(storeID):
+		case !validStoreID(storeID):
 			reply.Error, result = "invalid store ID in subject", "invalid"
 		case req.StoreID != "" && req.StoreID != storeID:
 			reply.Error, result = fmt.Sprintf("store_id %q asked on the subject of %s", req.StoreID, storeID), "invalid"

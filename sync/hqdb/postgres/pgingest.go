@@ -35,7 +35,7 @@ const pgNeedsCareFunc = `CREATE OR REPLACE FUNCTION posedge_batch_needs_care() R
 			MESSAGE = 'posedge-hq: this batch holds a conflict or a near-overflow and is stored the careful way';
 	END $$`
 
-const pgIngest = `WITH u AS (
+const pgIngestHead = `WITH u AS (
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bigint[], $6::timestamptz[],
 			$7::text[], $8::timestamptz[], $9::text[]) WITH ORDINALITY AS u(s, f, t, k, c, ca, b, ra, d, n)
 	), locked AS (
@@ -54,8 +54,14 @@ const pgIngest = `WITH u AS (
 	), ins AS (
 		INSERT INTO transactions
 			(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date)
-		SELECT s, f, t, k, c, ca, b::json, ra, d FROM u WHERE (SELECT ok FROM guard) ORDER BY s, f
-		ON CONFLICT (store_id, flow_no) DO NOTHING
+		SELECT s, f, t, k, c, ca, b::json, ra, d FROM u WHERE (SELECT ok FROM guard) ORDER BY s, f`
+
+// pgIngestOnConflict lets a key already stored pass (the final SELECT
+// then decides duplicate or careful); pgIngestNew goes without it.
+const pgIngestOnConflict = `
+		ON CONFLICT (store_id, flow_no) DO NOTHING`
+
+const pgIngestTail = `
 		RETURNING store_id, flow_no, terminal_id, kind, total_cents, created_at, received_at, business_date
 	), days AS (
 		INSERT INTO day_totals (store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
@@ -71,7 +77,10 @@ const pgIngest = `WITH u AS (
 		SELECT a.id, COALESCE(i.n, 0), COALESCE(i.maxf, ''), i.lc, i.lr, a.seen
 		FROM unnest($17::text[], $18::timestamptz[]) AS a(id, seen) LEFT JOIN (
 			SELECT store_id, count(*) AS n, max(created_at) AS lc, max(received_at) AS lr,
-				(array_agg(flow_no ORDER BY length(flow_no) DESC, flow_no COLLATE "C" DESC))[1] AS maxf
+				-- The numerically greatest flow number (1-32 digits): the
+				-- greatest of its length in two digits then itself, a plain
+				-- max rather than an array sorted per batch (issue 26).
+				substr(max((lpad(length(flow_no)::text, 2, '0') || flow_no) COLLATE "C"), 3) AS maxf
 			FROM ins GROUP BY store_id) i ON i.store_id = a.id
 		ORDER BY a.id
 ` + pgStoresMerge + `
@@ -88,12 +97,32 @@ const pgIngest = `WITH u AS (
 	FROM u LEFT JOIN ins ON ins.store_id = u.s AND ins.flow_no = u.f
 	ORDER BY u.n`
 
+// pgIngest tells duplicates from new rows; pgIngestNew is the same
+// statement for a batch of keys not stored yet, which is nearly every
+// batch: a plain insert skips ON CONFLICT's speculative insertion
+// (auto_explain, 256-row batches: the insert 2.0 -> 1.5-1.75 ms, the
+// statement 3.0 -> 2.4-2.7 ms; issue 26). A key stored already fails it
+// with a unique violation, nothing is stored, and the batch is sent again
+// with pgIngest.
+const (
+	pgIngest    = pgIngestHead + pgIngestOnConflict + pgIngestTail
+	pgIngestNew = pgIngestHead + pgIngestTail
+)
+
+// pgUniqueViolation is the SQLSTATE of a key stored already.
+const pgUniqueViolation = "23505"
+
+// errStoredKey: pgIngestNew met a key already stored.
+var errStoredKey = errors.New("a key of the batch is stored already")
+
 // errCareful: the batch cannot take the one-round-trip path.
 var errCareful = errors.New("batch needs the careful path")
 
 // ingest stores msgs in one round trip, or returns errCareful (nothing
-// stored) when the batch needs insertBatch.
-func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, error) {
+// stored) when the batch needs insertBatch. With fresh, it sends
+// pgIngestNew and returns errStoredKey (nothing stored) when a key is
+// stored already.
+func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg, fresh bool) ([]hqdb.Outcome, error) {
 	out := make([]hqdb.Outcome, len(msgs))
 	// The first message of each key is sent; a repeat in the batch must
 	// be byte-identical to it.
@@ -171,7 +200,11 @@ func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, er
 	}
 
 	var b pgx.Batch
-	b.Queue(pgIngest, c.stores, c.flows, c.terms, c.kinds, c.cents, c.created, c.bodies, c.received, c.days,
+	stmt := pgIngest
+	if fresh {
+		stmt = pgIngestNew
+	}
+	b.Queue(stmt, c.stores, c.flows, c.terms, c.kinds, c.cents, c.created, c.bodies, c.received, c.days,
 		gs, gt, gd, gSales, gSalesCents, gRefunds, gRefundCents, ids, seenAt)
 	var others []int
 	for i := range msgs {
@@ -203,6 +236,9 @@ func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcome, er
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && (pe.Code == pgNeedsCare || pe.Code == "22003") {
 		return nil, errCareful
+	}
+	if fresh && errors.As(err, &pe) && pe.Code == pgUniqueViolation {
+		return nil, errStoredKey
 	}
 	if err != nil {
 		return nil, err

@@ -53,6 +53,12 @@ type Store struct {
 	// careful counts the batches that could not be stored in one round
 	// trip (conflicts, quarantine, near-overflow).
 	careful atomic.Int64
+	// storedKey counts the batches whose plain insert met a key stored
+	// already and were sent again with ON CONFLICT (pgingest.go);
+	// skipFresh is how many batches after one go with ON CONFLICT at
+	// once: redeliveries come in runs (a resend, a restart).
+	storedKey atomic.Int64
+	skipFresh atomic.Int64
 }
 
 var _ hqdb.Store = (*Store)(nil)
@@ -174,6 +180,10 @@ const (
 		SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[])` + hqdb.DayTotalsAdd
 )
 
+// freshSkip is how many batches after one that met a stored key are
+// sent with ON CONFLICT straight away.
+const freshSkip = 16
+
 // pgRetries is how often a batch is retried after a deadlock or a
 // serialization failure with another posedge-hq process.
 const pgRetries = 5
@@ -186,7 +196,16 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcom
 		var out []hqdb.Outcome
 		var err error
 		if !careful {
-			out, err = s.ingest(ctx, msgs)
+			fresh := s.skipFresh.Load() <= 0
+			if !fresh {
+				s.skipFresh.Add(-1)
+			}
+			out, err = s.ingest(ctx, msgs, fresh)
+			if errors.Is(err, errStoredKey) {
+				s.storedKey.Add(1)
+				s.skipFresh.Store(freshSkip)
+				out, err = s.ingest(ctx, msgs, false)
+			}
 			if errors.Is(err, errCareful) {
 				s.careful.Add(1)
 				careful, attempt = true, 0
@@ -493,3 +512,7 @@ func (t *pgTime) Time() time.Time {
 // CarefulBatches is how many batches could not be stored in one round
 // trip (conflicts, quarantine, near-overflow) since the store opened.
 func (s *Store) CarefulBatches() int64 { return s.careful.Load() }
+
+// StoredKeyBatches counts the batches whose plain insert met a key
+// stored already and that were sent again with ON CONFLICT.
+func (s *Store) StoredKeyBatches() int64 { return s.storedKey.Load() }

@@ -8,9 +8,11 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/posedge/posedge/internal/privfile"
@@ -52,13 +54,25 @@ type Store struct {
 	// transactions by their row count, prepared at open: the one writer
 	// connection cannot prepare while a batch's transaction holds it.
 	multi map[int]*sql.Stmt
+	// multiDay holds the multi-row day_totals upserts of 1, 2, 4 …
+	// sqliteMultiDays rows the same way: a batch of one store's 50
+	// terminals is one or two statements, not 50 (issue 26).
+	multiDay map[int]*sql.Stmt
+	// plain holds the same inserts as multi without RETURNING: a chunk of
+	// new rows (all of them, nearly always) goes in without a result row
+	// to step and scan per row; see insertTxns.
+	plain map[int]*sql.Stmt
+	// returned counts the chunks that needed RETURNING to tell which rows
+	// went in (a key stored already or repeated in the batch).
+	returned atomic.Int64
 }
 
 // sqliteStmts are the writer's statements, prepared once: SQLite spends
 // more parsing a statement than running it.
 type sqliteStmts struct {
-	storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore, upsertDay *sql.Stmt
-	insertQuarantine, readDay, insertAdjustment                                         *sql.Stmt
+	storedBody, insertConflict, upsertManifest, upsertHeartbeat, upsertStore *sql.Stmt
+	insertQuarantine, readDays, insertAdjustment                             *sql.Stmt
+	savepoint, rollbackTo, release                                           *sql.Stmt
 }
 
 func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
@@ -72,9 +86,11 @@ func (st *sqliteStmts) prepare(ctx context.Context, db *sql.DB) error {
 		{&st.upsertHeartbeat, hqdb.UpsertHeartbeatSQL},
 		{&st.upsertStore, sqliteUpsertStore},
 		{&st.insertAdjustment, hqdb.InsertAdjustmentSQL},
-		{&st.upsertDay, sqliteUpsertDay},
 		{&st.insertQuarantine, hqdb.InsertQuarantineSQL},
-		{&st.readDay, sqliteReadDay},
+		{&st.readDays, sqliteReadDays},
+		{&st.savepoint, "SAVEPOINT posedge_chunk"},
+		{&st.rollbackTo, "ROLLBACK TO posedge_chunk"},
+		{&st.release, "RELEASE posedge_chunk"},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.q)
 		if err != nil {
@@ -208,12 +224,12 @@ func (s *Store) Ping(ctx context.Context) error {
 const (
 	// CAST: a row written by an older posedge-hq whose sum overflowed
 	// into REAL reads as the nearest integer rather than failing.
-	sqliteReadDay = `SELECT CAST(sales AS INTEGER), CAST(sales_cents AS INTEGER),
+	// One read per store and business day of a batch, every terminal
+	// of it: a batch holds one or a few store-days and up to all their
+	// terminals, so this is one statement where one per terminal was.
+	sqliteReadDays = `SELECT terminal_id, CAST(sales AS INTEGER), CAST(sales_cents AS INTEGER),
 		CAST(refunds AS INTEGER), CAST(refund_cents AS INTEGER)
-		FROM day_totals WHERE store_id = ? AND terminal_id = ? AND business_date = ?`
-	sqliteUpsertDay = `INSERT INTO day_totals
-		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents)
-		VALUES (?, ?, ?, ?, ?, ?, ?)` + hqdb.DayTotalsAdd
+		FROM day_totals WHERE store_id = ? AND business_date = ?`
 	sqliteUpsertStore = `INSERT INTO stores
 		(store_id, txn_count, max_flow_no, last_created_at, last_received_at, last_seen_at)
 		VALUES (?, ?, ?, ?, ?, ?)
@@ -238,15 +254,11 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcom
 	defer tx.Rollback()
 	out := make([]hqdb.Outcome, len(msgs))
 	delta := hqdb.NewBatchDelta()
-	readDay := tx.StmtContext(ctx, s.st.readDay)
-	guard := hqdb.NewDayGuard(func(k hqdb.DayKey) (hqdb.Totals, error) {
-		var t hqdb.Totals
-		err := readDay.QueryRowContext(ctx, k.Store, k.Terminal, k.Date).Scan(&t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents)
-		if errors.Is(err, sql.ErrNoRows) {
-			return hqdb.Totals{}, nil
-		}
-		return t, err
-	})
+	stored, err := s.readDays(ctx, tx, msgs)
+	if err != nil {
+		return nil, fmt.Errorf("insert batch: %w", err)
+	}
+	guard := hqdb.NewDayGuard(func(k hqdb.DayKey) (hqdb.Totals, error) { return stored[k], nil })
 	// Transactions to store go in multi-row inserts after this loop;
 	// everything else is decided here, in order.
 	var rows []int
@@ -300,7 +312,7 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcom
 	for i := range msgs {
 		delta.Add(&msgs[i], out[i])
 	}
-	upStore, upDay := tx.StmtContext(ctx, s.st.upsertStore), tx.StmtContext(ctx, s.st.upsertDay)
+	upStore := tx.StmtContext(ctx, s.st.upsertStore)
 	for _, d := range delta.SortedStores() {
 		var created, received string
 		if d.HasTxn {
@@ -310,11 +322,8 @@ func (s *Store) InsertBatch(ctx context.Context, msgs []hqdb.Msg) ([]hqdb.Outcom
 			return nil, fmt.Errorf("insert batch: update store %s: %w", d.ID, err)
 		}
 	}
-	for _, d := range delta.SortedDays() {
-		if _, err := upDay.ExecContext(ctx, d.Store, d.Terminal, d.Date,
-			d.Sales, d.SalesCents, d.Refunds, d.RefundCents); err != nil {
-			return nil, fmt.Errorf("insert batch: update day totals: %w", err)
-		}
+	if err := s.upsertDays(ctx, tx, delta.SortedDays()); err != nil {
+		return nil, fmt.Errorf("insert batch: update day totals: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("insert batch: commit: %w", err)
@@ -330,6 +339,13 @@ const sqliteMultiRows = 128
 // and sets their outcomes: inserted, or, for a key already stored (or
 // inserted earlier in the batch), duplicate or conflict by the stored
 // body.
+//
+// A chunk whose keys are new to the batch first goes in without
+// RETURNING, under a savepoint: when SQLite says it inserted every row,
+// each one is inserted. Otherwise (a redelivery: some key is stored
+// already) the chunk is rolled back to the savepoint and inserted again
+// with RETURNING, which names the rows that went in. Most chunks are all
+// new; RETURNING cost a result row stepped and scanned per row (issue 26).
 func (s *Store) insertTxns(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg, rows []int, out []hqdb.Outcome) error {
 	first := make(map[hqdb.TxnKey]int, len(rows))
 	for lo := 0; lo < len(rows); {
@@ -341,18 +357,34 @@ func (s *Store) insertTxns(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg, row
 		}
 		chunk := rows[lo : lo+n]
 		lo += n
-		stmt := s.multi[n]
 		args := make([]any, 0, 9*len(chunk))
+		repeats := false
 		for _, i := range chunk {
 			m := &msgs[i]
 			t := m.Txn
 			args = append(args, m.StoreID, t.FlowNo, t.TerminalID, t.Kind, t.TotalCents,
 				formatTS(m.CreatedAt), string(m.Body), formatTS(m.ReceivedAt), m.Day)
-			if _, ok := first[hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}]; !ok {
-				first[hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}] = i
+			k := hqdb.TxnKey{Store: m.StoreID, Flow: t.FlowNo}
+			if _, ok := first[k]; ok {
+				repeats = true
+			} else {
+				first[k] = i
 			}
 		}
-		res, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+		if !repeats {
+			all, err := s.insertAllNew(ctx, tx, n, args)
+			if err != nil {
+				return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
+			}
+			if all {
+				for _, i := range chunk {
+					out[i] = hqdb.Inserted
+				}
+				continue
+			}
+		}
+		s.returned.Add(1)
+		res, err := tx.StmtContext(ctx, s.multi[n]).QueryContext(ctx, args...)
 		if err != nil {
 			return fmt.Errorf("insert %d transactions: %w", len(chunk), err)
 		}
@@ -393,25 +425,133 @@ func (s *Store) insertTxns(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg, row
 	return nil
 }
 
+// readDays reads the stored day totals of the days msgs' transactions
+// fall on, one statement per store and business day.
+func (s *Store) readDays(ctx context.Context, tx *sql.Tx, msgs []hqdb.Msg) (map[hqdb.DayKey]hqdb.Totals, error) {
+	type storeDay struct{ store, date string }
+	var asked []storeDay
+	for i := range msgs {
+		m := &msgs[i]
+		if m.Kind != hqdb.KindTxn || m.Quarantine != "" {
+			continue
+		}
+		sd := storeDay{m.StoreID, m.Day}
+		if !slices.Contains(asked, sd) {
+			asked = append(asked, sd)
+		}
+	}
+	stored := make(map[hqdb.DayKey]hqdb.Totals)
+	if len(asked) == 0 {
+		return stored, nil
+	}
+	read := tx.StmtContext(ctx, s.st.readDays)
+	for _, sd := range asked {
+		if err := func() error {
+			rows, err := read.QueryContext(ctx, sd.store, sd.date)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				k := hqdb.DayKey{Store: sd.store, Date: sd.date}
+				var t hqdb.Totals
+				if err := rows.Scan(&k.Terminal, &t.Sales, &t.SalesCents, &t.Refunds, &t.RefundCents); err != nil {
+					return err
+				}
+				stored[k] = t
+			}
+			return rows.Err()
+		}(); err != nil {
+			return nil, fmt.Errorf("read day totals of %s/%s: %w", sd.store, sd.date, err)
+		}
+	}
+	return stored, nil
+}
+
+// sqliteMultiDays is the most rows of one day_totals upsert (7
+// variables each); a power of two.
+const sqliteMultiDays = 64
+
+// upsertDays adds days to day_totals with multi-row upserts, in the
+// order given.
+func (s *Store) upsertDays(ctx context.Context, tx *sql.Tx, days []*hqdb.DayDelta) error {
+	for len(days) > 0 {
+		n := sqliteMultiDays
+		for n > len(days) {
+			n /= 2
+		}
+		args := make([]any, 0, 7*n)
+		for _, d := range days[:n] {
+			args = append(args, d.Store, d.Terminal, d.Date, d.Sales, d.SalesCents, d.Refunds, d.RefundCents)
+		}
+		if _, err := tx.StmtContext(ctx, s.multiDay[n]).ExecContext(ctx, args...); err != nil {
+			return err
+		}
+		days = days[n:]
+	}
+	return nil
+}
+
+// insertAllNew inserts n rows of args without RETURNING and reports
+// true when every one went in; otherwise it undoes the insert and
+// reports false, for the caller to insert them with RETURNING.
+func (s *Store) insertAllNew(ctx context.Context, tx *sql.Tx, n int, args []any) (bool, error) {
+	if _, err := tx.StmtContext(ctx, s.st.savepoint).ExecContext(ctx); err != nil {
+		return false, err
+	}
+	res, err := tx.StmtContext(ctx, s.plain[n]).ExecContext(ctx, args...)
+	if err != nil {
+		return false, err
+	}
+	inserted, err := res.RowsAffected()
+	if err != nil {
+		return false, err
+	}
+	if inserted != int64(n) {
+		if _, err := tx.StmtContext(ctx, s.st.rollbackTo).ExecContext(ctx); err != nil {
+			return false, err
+		}
+	}
+	if _, err := tx.StmtContext(ctx, s.st.release).ExecContext(ctx); err != nil {
+		return false, err
+	}
+	return inserted == int64(n), nil
+}
+
+// ReturnedChunks counts the chunks of transactions that were inserted
+// with RETURNING (some key already stored, or repeated in the batch)
+// rather than in one plain insert.
+func (s *Store) ReturnedChunks() int64 { return s.returned.Load() }
+
 // prepareMulti prepares the multi-row inserts.
 func (s *Store) prepareMulti(ctx context.Context) error {
-	s.multi = map[int]*sql.Stmt{}
+	s.multi, s.plain = map[int]*sql.Stmt{}, map[int]*sql.Stmt{}
 	for n := 1; n <= sqliteMultiRows; n *= 2 {
-		var q strings.Builder
-		q.WriteString(`INSERT INTO transactions
-		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date) VALUES `)
-		for i := range n {
-			if i > 0 {
-				q.WriteString(", ")
+		q := `INSERT INTO transactions
+		(store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?, ?), ", n), ", ") +
+			" ON CONFLICT (store_id, flow_no) DO NOTHING"
+		for _, p := range []struct {
+			to map[int]*sql.Stmt
+			q  string
+		}{{s.plain, q}, {s.multi, q + " RETURNING store_id, flow_no"}} {
+			st, err := s.w.PrepareContext(ctx, p.q)
+			if err != nil {
+				return fmt.Errorf("prepare the insert of %d transactions: %w", n, err)
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			p.to[n] = st
 		}
-		q.WriteString(" ON CONFLICT (store_id, flow_no) DO NOTHING RETURNING store_id, flow_no")
-		st, err := s.w.PrepareContext(ctx, q.String())
+	}
+	s.multiDay = map[int]*sql.Stmt{}
+	for n := 1; n <= sqliteMultiDays; n *= 2 {
+		q := `INSERT INTO day_totals
+		(store_id, terminal_id, business_date, sales, sales_cents, refunds, refund_cents) VALUES ` +
+			strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?, ?, ?, ?), ", n), ", ") + hqdb.DayTotalsAdd
+		st, err := s.w.PrepareContext(ctx, q)
 		if err != nil {
-			return fmt.Errorf("prepare the insert of %d transactions: %w", n, err)
+			return fmt.Errorf("prepare the upsert of %d day totals: %w", n, err)
 		}
-		s.multi[n] = st
+		s.multiDay[n] = st
 	}
 	return nil
 }
