@@ -127,6 +127,13 @@ type Journal struct {
 	// takes no write (Damaged).
 	damaged atomic.Pointer[error]
 
+	// keys: the idempotency keys the journal may hold (keyfilter.go); nil
+	// on a read-only journal. keysStop ends its build at Close, keysDone
+	// says it ended.
+	keys     *keyFilter
+	keysStop context.CancelFunc
+	keysDone chan struct{}
+
 	reqs    chan *writeReq
 	stop    chan struct{}
 	stopped chan struct{}
@@ -258,6 +265,13 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
 	j.w, j.r, j.scan = w, r, scan
+	if err := j.startKeyFilter(ctx); err != nil {
+		j.st.close()
+		scan.Close()
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("open journal %s: %w", path, err)
+	}
 	go j.writer()
 	return j, nil
 }
@@ -274,6 +288,10 @@ func (j *Journal) Path() string { return j.path }
 func (j *Journal) Close() error {
 	j.once.Do(func() { close(j.stop) })
 	<-j.stopped
+	if j.keysStop != nil {
+		j.keysStop()
+		<-j.keysDone
+	}
 	errs := []error{j.st.close()}
 	if j.w != nil {
 		errs = append(errs, j.w.Close())

@@ -20,6 +20,12 @@ func (j *Journal) Append(ctx context.Context, t Txn) error {
 	if t.Mode == "" {
 		t.Mode = ModeNormal
 	}
+	// Before the row can be committed, so the filter never says "no" to
+	// a key the journal holds (keyfilter.go); a write that fails leaves a
+	// "maybe", which costs a look-up, nothing else.
+	if j.keys != nil {
+		j.keys.add(t.TerminalID, t.IdemKey)
+	}
 	err := j.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.Stmt(j.st.insertTxn).Exec(t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
 			t.TotalCents, t.BusinessDay, t.BusinessHour, ts(t.CreatedAt), t.Body, t.Mode, boolInt(t.Applied),
