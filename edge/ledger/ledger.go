@@ -384,8 +384,12 @@ func (b body) rest() string {
 	return strings.TrimPrefix(string(j), `{"flow_no":"",`)
 }
 
-func (b body) withFlow(flow string) []byte {
-	return []byte(`{"flow_no":"` + flow + `",` + b.rest())
+func (b body) withFlow(flow string) []byte { return withFlowRest(flow, b.rest()) }
+
+// withFlowRest is the body whose rest (body.rest) is known already: the
+// sale path renders it once, for the script and the journal alike.
+func withFlowRest(flow, rest string) []byte {
+	return []byte(`{"flow_no":"` + flow + `",` + rest)
 }
 
 // outcome turns a txn.lua answer into a result or a refusal.

@@ -78,7 +78,7 @@ func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*
 	if n, _ := res[2].(int64); n > 0 {
 		l.metrics.negativeStock.Add(float64(n))
 	}
-	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), b.withFlow(flow), journal.ModeNormal, true
+	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), withFlowRest(flow, a.bodyRest), journal.ModeNormal, true
 	if err := l.journalAppend(ctx, t); err != nil {
 		if errors.Is(err, journal.ErrDuplicateKey) {
 			// The journal holds the key after all, which its filter said
