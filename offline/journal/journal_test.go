@@ -269,3 +269,62 @@ func TestAppendBatchCommitsWithoutSavepoints(t *testing.T) {
 		t.Fatal("a write that may not run twice went on the plain path")
 	}
 }
+
+// While writes come together the writer waits a moment for more before
+// it commits (issue 26: each commit's fsync and WAL pages cost CPU, and
+// at 32 tills it committed ~7 writes at a time). A write arriving within
+// the linger after another shares its commit; a lone write never waits.
+func TestWriterLingersWhileWritesComeTogether(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	var commits []int
+	j := openTemp(t, Options{MaxLinger: 300 * time.Millisecond, OnCommit: func(n int) {
+		mu.Lock()
+		commits = append(commits, n)
+		mu.Unlock()
+	}})
+	slow := func(d time.Duration) func(*sql.Tx) error {
+		return func(*sql.Tx) error { time.Sleep(d); return nil }
+	}
+	// W0 alone keeps the writer busy while W1 and W2 queue: they commit
+	// together (the last commit held 2), and W1 makes that commit take
+	// 100 ms, so the writer lingers 50 ms for the next.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = j.write(ctx, slow(50*time.Millisecond)) }()
+	time.Sleep(10 * time.Millisecond)
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = j.write(ctx, slow(100*time.Millisecond)) }()
+	go func() { defer wg.Done(); _ = j.write(ctx, slow(0)) }()
+	wg.Wait()
+
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = j.Append(ctx, sale(1)) }()
+	time.Sleep(10 * time.Millisecond)
+	go func() { defer wg.Done(); _ = j.Append(ctx, sale(2)) }()
+	wg.Wait()
+	mu.Lock()
+	got := append([]int(nil), commits...)
+	mu.Unlock()
+	if len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 2 {
+		t.Fatalf("commits held %v writes; want [1 2 2]: the two appends 10 ms apart sharing one commit", got)
+	}
+}
+
+func TestLingerFor(t *testing.T) {
+	for _, c := range []struct {
+		prev      int
+		last, max time.Duration
+		want      time.Duration
+	}{
+		{prev: 0, last: time.Millisecond, max: time.Millisecond, want: 0},                            // the first commit
+		{prev: 1, last: 4 * time.Millisecond, max: time.Millisecond, want: 0},                        // a lone write: never waits
+		{prev: 2, last: 400 * time.Microsecond, max: time.Millisecond, want: 200 * time.Microsecond}, // half the last commit
+		{prev: 30, last: 8 * time.Millisecond, max: 500 * time.Microsecond, want: 500 * time.Microsecond},
+		{prev: 30, last: 8 * time.Millisecond, max: -1, want: 0}, // MaxLinger negative: never
+	} {
+		if got := lingerFor(c.prev, c.last, c.max); got != c.want {
+			t.Errorf("lingerFor(%d, %v, %v) = %v, want %v", c.prev, c.last, c.max, got, c.want)
+		}
+	}
+}
