@@ -82,15 +82,11 @@ type Txn struct {
 
 // Options tune a journal.
 type Options struct {
-	BusyTimeout time.Duration // default 10s
-	MaxBatch    int           // transactions sharing one commit; default 128
-	// MaxLinger bounds how long the writer waits for more writes before a
-	// commit while writers are concurrent (linger); default
-	// DefaultMaxLinger, negative: never.
-	MaxLinger    time.Duration
-	MaxPageCount int64       // SQLite max_page_count, 0 = unlimited (tests fill the disk with it)
-	ReadOnly     bool        // for `posedge status` when the daemon is down
-	OnCommit     func(n int) // called after each durable commit with the number of writes it held (metrics)
+	BusyTimeout  time.Duration // default 10s
+	MaxBatch     int           // transactions sharing one commit; default 128
+	MaxPageCount int64         // SQLite max_page_count, 0 = unlimited (tests fill the disk with it)
+	ReadOnly     bool          // for `posedge status` when the daemon is down
+	OnCommit     func(n int)   // called after each durable commit with the number of writes it held (metrics)
 	Logger       *slog.Logger
 	// Now is the clock of the times the journal stamps itself
 	// (journaled_at, acked_at, set-aside times); default time.Now.
@@ -175,9 +171,6 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 	}
 	if o.MaxBatch == 0 {
 		o.MaxBatch = 128
-	}
-	if o.MaxLinger == 0 {
-		o.MaxLinger = DefaultMaxLinger
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -439,11 +432,6 @@ func (j *Journal) queue(ctx context.Context, fn func(tx *sql.Tx) error, rerun bo
 
 func (j *Journal) writer() {
 	defer close(j.stopped)
-	var (
-		prev       int           // writes in the last commit
-		lastCommit time.Duration // how long it took
-		linger     *time.Timer
-	)
 	for {
 		var first *writeReq
 		select {
@@ -469,45 +457,8 @@ func (j *Journal) writer() {
 				break fill
 			}
 		}
-		if wait := lingerFor(prev, lastCommit, j.opt.MaxLinger); wait > 0 && len(batch) < j.opt.MaxBatch {
-			if linger == nil {
-				linger = time.NewTimer(wait)
-			} else {
-				linger.Reset(wait)
-			}
-		more:
-			for len(batch) < j.opt.MaxBatch {
-				select {
-				case r := <-j.reqs:
-					batch = append(batch, r)
-				case <-linger.C:
-					break more
-				}
-			}
-			linger.Stop()
-		}
-		start := time.Now()
 		j.commit(batch)
-		prev, lastCommit = len(batch), time.Since(start)
 	}
-}
-
-// DefaultMaxLinger is Options.MaxLinger's default.
-const DefaultMaxLinger = 500 * time.Microsecond
-
-// lingerFor is how long the writer waits for more writes to join a batch
-// before committing it (issue 26): a commit's fsync and WAL pages cost
-// CPU per commit, not per write, and at 32 tills the writer committed
-// ~7 writes at a time, the others arriving a moment after it began.
-// Only while writes come together (the last commit held more than one):
-// a lone sale, a quiet store's, never waits. At most half the last
-// commit's time, so a write waits less than it saves the ones behind it,
-// and at most max.
-func lingerFor(prev int, lastCommit, max time.Duration) time.Duration {
-	if prev < 2 || max <= 0 {
-		return 0
-	}
-	return min(lastCommit/2, max)
 }
 
 // commit runs a batch in one transaction: one fsync for all of them.
