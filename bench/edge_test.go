@@ -180,9 +180,9 @@ func (h *harness) measureSalesAndReplay() {
 		for _, d := range clat {
 			total += d
 		}
-		breakdown = append(breakdown, fmt.Sprintf("caller %.1f ms = limiter %.1f + sale script with WAIT %.1f + journal commit %.1f + the rest",
+		breakdown = append(breakdown, fmt.Sprintf("caller %.1f ms = limiter %.1f + sale script with WAIT %.1f + journal commit %.1f + the rest; %.1f writes per journal commit",
 			ms(total)/float64(len(clat)), mean("posedge_ratelimit_decision_seconds"),
-			mean("posedge_lua_script_seconds"), mean("posedge_journal_commit_seconds")))
+			mean("posedge_lua_script_seconds"), mean("posedge_journal_commit_seconds"), mean("posedge_journal_commit_batch_size")/1000))
 		h.sales += h.sz.Sales
 		sales := float64(h.sz.Sales) / dur.Seconds()
 		saleRates, rawCommitRates = append(saleRates, sales), append(rawCommitRates, rawCommit)

@@ -130,7 +130,10 @@ func steps(rec []monitored, sales []traced) []saleSteps {
 						break
 					}
 				}
-			case r.cmd == "evalsha" && strings.HasPrefix(r.args, done) && strings.Contains(r.args+" ", idem) && cmp.IsZero():
+			// The completion: txn_complete.lua on its own, or a mark riding
+			// in a later sale's txn.lua (its KEYS after the items).
+			case r.cmd == "evalsha" && (strings.HasPrefix(r.args, done) || strings.HasPrefix(r.args, txn) && !scr.IsZero()) &&
+				strings.Contains(r.args+" ", idem) && cmp.IsZero():
 				cmp = r.at
 			}
 		}

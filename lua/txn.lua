@@ -9,7 +9,14 @@
 -- KEYS[4] hourly counters     pe:{S}:hourly:<YYYYMMDD>       (hash)
 -- KEYS[5] payment token       pe:{S}:token:<key>             (hash, may not exist)
 -- KEYS[6] refunded so far     pe:{S}:refunded:<original>     (hash, refunds only)
--- KEYS[7..] item per line     pe:{S}:item:<barcode>          (hash: name, price_cents, stock, active)
+-- KEYS[7..6+lines] item per line pe:{S}:item:<barcode>       (hash: name, price_cents, stock, active)
+-- KEYS[7+lines..] (optional) pairs: idempotency record, payment token of
+--          sales and refunds the daemon journaled since its last call, to
+--          mark COMPLETED (what txn_complete.lua does, riding in this call
+--          instead of a script of its own, issue 26): each record only
+--          while it exists, its token only then and only while it exists,
+--          whatever this call's own outcome; a refusal changes nothing
+--          of its own sale.
 --
 -- ARGV[1]  mode: sale | refund | batch (a past sale: no stock or item check)
 --               | apply_sale | apply_refund (a journaled degraded
@@ -95,6 +102,23 @@ local tender, hour = ARGV[4], ARGV[6]
 local isApply = (mode == 'apply_sale' or mode == 'apply_refund')
 local isRefund = (mode == 'refund' or mode == 'apply_refund')
 
+-- The completion marks first: they belong to other, journaled sales, so
+-- none of this call's answers may skip them. Only on a well-formed call
+-- (a count of lines and whole pairs after the items).
+do
+  local n = tonumber(ARGV[14])
+  if n and n >= 0 and n == math.floor(n) and #KEYS >= 6 + n and (#KEYS - 6 - n) % 2 == 0 then
+    for i = 7 + n, #KEYS, 2 do
+      if redis.call('EXISTS', KEYS[i]) == 1 then
+        redis.call('HSET', KEYS[i], 'state', 'COMPLETED')
+        if redis.call('EXISTS', KEYS[i + 1]) == 1 then
+          redis.call('HSET', KEYS[i + 1], 'state', 'COMPLETED')
+        end
+      end
+    end
+  end
+end
+
 local rec = redis.call('HMGET', KEYS[1], 'state', 'fp', 'flow_no', 'owner', 'at', 'body', 'rz')
 if rec[1] then
   local same = 0
@@ -107,7 +131,7 @@ local nl = int(ARGV[14])
 if not nl or nl[1] ~= 0 or nl[2] > 10000 then return {'invalid_argument', 'lines'} end
 local nlines = nl[2]
 if #ARGV ~= 14 + nlines * 4 and #ARGV ~= 15 + nlines * 4 then return {'invalid_argument', 'argv'} end
-if #KEYS ~= 6 + nlines then return {'invalid_argument', 'keys'} end
+if #KEYS < 6 + nlines or (#KEYS - 6 - nlines) % 2 ~= 0 then return {'invalid_argument', 'keys'} end
 local maxCents = {1000000, 0} -- 10^15
 if #ARGV == 15 + nlines * 4 then
   maxCents = int(ARGV[15 + nlines * 4])

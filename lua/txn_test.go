@@ -19,7 +19,8 @@ import (
 type txnCall struct {
 	mode, total string
 	lines       []txnLine
-	maxCents    string // "" = not passed (the script's own bound, 10^15)
+	maxCents    string   // "" = not passed (the script's own bound, 10^15)
+	marks       []string // keys after the items: record, token pairs to mark COMPLETED
 }
 
 type txnLine struct{ barcode, qty, sold, refunded string }
@@ -54,6 +55,7 @@ func (c txnCall) run(ctx context.Context, t *testing.T, rdb *redis.Client) []any
 	if c.maxCents != "" {
 		argv = append(argv, c.maxCents)
 	}
+	keys = append(keys, c.marks...)
 	res, err := MustScript("txn.lua").Run(ctx, rdb, keys, argv...).Slice()
 	if err != nil {
 		return []any{"error", err.Error()}
@@ -473,5 +475,60 @@ func TestDegradedApplyTouchesOnlyItsOwnTillsToken(t *testing.T) {
 				t.Errorf("record keeps token_was: %v, want %v (undo must restore only what the call changed)", was, own)
 			}
 		})
+	}
+}
+
+// txn.lua carries the COMPLETED marks of sales the daemon journaled since
+// its last call (issue 26: they used to be a txn_complete.lua call each).
+// As that script: a record only while it exists, its token only then and
+// only while it exists; whatever the call's own answer, a refusal
+// included, which still changes nothing of its own sale. A call whose
+// marks are not whole pairs is refused and marks nothing.
+func TestTxnCarriesCompletionMarks(t *testing.T) {
+	ctx := context.Background()
+	rdb := testenv.StartRedisSingle(t).NodeClient(0)
+	const (
+		rec1, tok1 = "pe:{S}:idem:T01:pt_1", "pe:{S}:token:pt_1"
+		rec2, tok2 = "pe:{S}:idem:T02:gone", "pe:{S}:token:pt_2" // no record: its token stays
+		rec3, tok3 = "pe:{S}:idem:T03:k3", "pe:{S}:token:k3"     // a key that is no token
+	)
+	rdb.HSet(ctx, item("A"), "name", "A", "price_cents", "100", "stock", "10", "active", "1")
+	rdb.HSet(ctx, rec1, "state", "PROCESSING", "fp", "f1")
+	rdb.HSet(ctx, tok1, "state", "PROCESSING", "terminal", "T01")
+	rdb.HSet(ctx, tok2, "state", "PENDING", "terminal", "T02")
+	state := func(k string) string { return rdb.HGet(ctx, k, "state").Val() }
+
+	sale := txnCall{mode: "sale", total: "100", lines: []txnLine{{barcode: "A", qty: "1"}}, marks: []string{rec1, tok1, rec2, tok2}}
+	if res := sale.run(ctx, t, rdb); res[0] != "ok" {
+		t.Fatalf("sale carrying marks: %v", res)
+	}
+	if state(rec1) != "COMPLETED" || state(tok1) != "COMPLETED" {
+		t.Fatalf("record %q, token %q after the call that carried their mark; want COMPLETED", state(rec1), state(tok1))
+	}
+	if rdb.Exists(ctx, rec2).Val() != 0 || state(tok2) != "PENDING" {
+		t.Fatalf("a mark of a record this Redis lacks made it (%d) or touched its token (%q)", rdb.Exists(ctx, rec2).Val(), state(tok2))
+	}
+
+	rdb.HSet(ctx, rec3, "state", "PROCESSING")
+	rdb.Del(ctx, kIdem) // the call's own key: fresh again
+	before := settled(ctx, t, rdb)
+	refused := txnCall{mode: "sale", total: "100", lines: []txnLine{{barcode: "NOPE", qty: "1"}}, marks: []string{rec3, tok3}}
+	if res := refused.run(ctx, t, rdb); res[0] != "unknown_item" {
+		t.Fatalf("refused sale: %v", res)
+	}
+	if state(rec3) != "COMPLETED" || rdb.Exists(ctx, tok3).Val() != 0 {
+		t.Fatalf("a refusal carrying a mark: record %q, token made %d", state(rec3), rdb.Exists(ctx, tok3).Val())
+	}
+	after := settled(ctx, t, rdb)
+	after[rec3] = before[rec3] // the mark; nothing else may differ
+	if !reflect.DeepEqual(after, before) {
+		t.Fatalf("a refusal changed Redis beyond its marks:\nbefore %v\nafter  %v", before, after)
+	}
+
+	rdb.HSet(ctx, rec1, "state", "PROCESSING")
+	odd := txnCall{mode: "sale", total: "100", lines: []txnLine{{barcode: "A", qty: "1"}}, marks: []string{rec1}}
+	odd.run(ctx, t, rdb) // the key of k1 exists: "exists", or refused for its keys; either way:
+	if state(rec1) != "PROCESSING" {
+		t.Fatal("a call with half a mark marked it")
 	}
 }

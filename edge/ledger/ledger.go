@@ -247,8 +247,18 @@ func (l *Ledger) release(term, key string) {
 	l.inflightMu.Unlock()
 }
 
-// fromJournal answers a key the journal already holds.
+// fromJournal answers a key the journal already holds. A key its filter
+// says it cannot hold (journal.MayHoldKey: most sales, a fresh key) is
+// not looked up: the SQLite read was ~9 % of the daemon's CPU (issue 26).
 func (l *Ledger) fromJournal(ctx context.Context, term, key, fp string) (*Result, error) {
+	if !l.j.MayHoldKey(term, key) {
+		return nil, nil
+	}
+	return l.byKey(ctx, term, key, fp)
+}
+
+// byKey is fromJournal's look-up, made whatever the filter says.
+func (l *Ledger) byKey(ctx context.Context, term, key, fp string) (*Result, error) {
 	t, err := l.j.ByKey(ctx, term, key)
 	if err != nil {
 		return nil, errJournal(err)
@@ -312,22 +322,26 @@ func (l *Ledger) run(ctx context.Context, a txnArgs) ([]any, error) {
 	// transaction and hold the repair (and normal mode) for minutes.
 	wantWait := l.cfg.MinReplicasAck > 0 && !redisdb.IsApply(a.mode)
 	// The COMPLETED marks of sales answered since the last run ride in
-	// this pipeline, before the WAIT (which then covers them too): no
-	// round trip of their own.
+	// this call of txn.lua itself (issue 26: a script call of their own
+	// cost Redis an EVALSHA per sale), before the WAIT, which then covers
+	// them too: no round trip or script of their own.
 	pend := l.comps.take()
-	var marks []*redis.Cmd
-	ev := redisdb.RunTxn(ctx, l.rdb, l.k, l.call(a), func(pipe redis.Pipeliner) {
-		marks = marks[:0] // more runs once per attempt (NOSCRIPT: again with EVAL)
-		for _, c := range pend {
-			marks = append(marks, redisdb.RunComplete(ctx, pipe, l.k, c.term, c.key, IsTokenForm(c.key)))
-		}
+	t := l.call(a)
+	for _, c := range pend {
+		t.Marks = append(t.Marks, redisdb.Mark{Term: c.term, Key: c.key})
+	}
+	ev := redisdb.RunTxn(ctx, l.rdb, l.k, t, func(pipe redis.Pipeliner) {
 		if wantWait {
 			wait = pipe.Do(ctx, "WAIT", l.cfg.MinReplicasAck, l.cfg.WaitTimeout.Milliseconds())
 		}
 	})
-	l.retryMarks(pend, marks)
 	res, err := ev.Slice()
 	if err != nil {
+		// The script did not run (or its answer is lost): its marks go
+		// again on their own, off this path.
+		if len(pend) > 0 {
+			go l.completeAll(pend)
+		}
 		return nil, err
 	}
 	acked := int64(-1)
@@ -374,8 +388,12 @@ func (b body) rest() string {
 	return strings.TrimPrefix(string(j), `{"flow_no":"",`)
 }
 
-func (b body) withFlow(flow string) []byte {
-	return []byte(`{"flow_no":"` + flow + `",` + b.rest())
+func (b body) withFlow(flow string) []byte { return withFlowRest(flow, b.rest()) }
+
+// withFlowRest is the body whose rest (body.rest) is known already: the
+// sale path renders it once, for the script and the journal alike.
+func withFlowRest(flow, rest string) []byte {
+	return []byte(`{"flow_no":"` + flow + `",` + rest)
 }
 
 // outcome turns a txn.lua answer into a result or a refusal.
@@ -446,7 +464,7 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 	}
 	if err := l.journalAppend(ctx, t); err != nil {
 		if errors.Is(err, journal.ErrDuplicateKey) {
-			return l.fromJournal(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
+			return l.byKey(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
 		}
 		return nil, errJournal(err)
 	}
@@ -523,24 +541,6 @@ func (l *Ledger) completeAll(cs []completion) {
 				l.log.Debug("mark idempotency record completed", "terminal", cs[i].term, "err", err)
 			}
 		}
-	}
-}
-
-// retryMarks sends again, on their own, the marks a run's pipeline
-// carried that Redis did not take (NOSCRIPT on a just-promoted master,
-// or the run's own failure).
-func (l *Ledger) retryMarks(pend []completion, marks []*redis.Cmd) {
-	var again []completion
-	for i, m := range marks {
-		if m.Err() != nil && i < len(pend) {
-			again = append(again, pend[i])
-		}
-	}
-	if len(marks) < len(pend) { // the pipeline was never built
-		again = append(again, pend[len(marks):]...)
-	}
-	if len(again) > 0 {
-		go l.completeAll(again)
 	}
 }
 

@@ -78,8 +78,20 @@ func (l *Ledger) apply(ctx context.Context, a txnArgs, t journal.Txn, b body) (*
 	if n, _ := res[2].(int64); n > 0 {
 		l.metrics.negativeStock.Add(float64(n))
 	}
-	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), b.withFlow(flow), journal.ModeNormal, true
+	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), withFlowRest(flow, a.bodyRest), journal.ModeNormal, true
 	if err := l.journalAppend(ctx, t); err != nil {
+		if errors.Is(err, journal.ErrDuplicateKey) {
+			// The journal holds the key after all, which its filter said
+			// it could not (fromJournal): Redis's effects are taken back
+			// and the journal's answer given, as the look-up would have.
+			// Kept so that a wrong "no" can never count a sale twice.
+			l.log.Error("journal already held the key of a sale redis just applied; taking it back in redis", "terminal", t.TerminalID, "flow_no", flow)
+			l.undo(ctx, a, flow)
+			if r, err := l.byKey(ctx, t.TerminalID, t.IdemKey, t.Fingerprint); r != nil || err != nil {
+				return r, err
+			}
+			return nil, errJournal(err)
+		}
 		// The till is told 503: the sale must be recorded nowhere unless
 		// it retries the key (contract §3, issue 22 finding 5), so Redis's
 		// effects are taken back before the answer; the retry runs the
@@ -163,7 +175,7 @@ func (l *Ledger) journalDegraded(ctx context.Context, t journal.Txn, b body) (*R
 		case errors.Is(err, journal.ErrDuplicateFlow):
 			continue // another path took the number; take the next
 		case errors.Is(err, journal.ErrDuplicateKey):
-			r, err := l.fromJournal(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
+			r, err := l.byKey(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
 			return r, t, err
 		default:
 			return nil, t, errJournal(err)

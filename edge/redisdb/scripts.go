@@ -49,7 +49,15 @@ type Txn struct {
 	// and a bound lowered since must not make it unappliable (the
 	// script's own bound, cents.MaxSaleCentsCeiling, still holds).
 	MaxSaleCents int64
+	// Marks are records of sales and refunds journaled since, which
+	// txn.lua marks COMPLETED in passing (as RunComplete would, without
+	// a script call of its own); only RunTxn sends them.
+	Marks []Mark
 }
+
+// Mark names the idempotency record of (Term, Key) to mark COMPLETED,
+// with its payment token when there is one.
+type Mark struct{ Term, Key string }
 
 // TxnLine is one line of a Txn.
 type TxnLine struct {
@@ -80,7 +88,13 @@ func RunTxn(ctx context.Context, rdb redis.UniversalClient, k Keys, t Txn, more 
 	if !IsApply(t.Mode) {
 		argv = append(argv, t.MaxSaleCents)
 	}
-	return lua.RunPipelined(ctx, rdb, txnScript, k.txnKeys(t), argv, more)
+	keys := k.txnKeys(t)
+	for _, m := range t.Marks {
+		// The token key of a key that is no token never exists: marked
+		// only where it does, like RunComplete's.
+		keys = append(keys, k.Idem(m.Term, m.Key), k.Token(m.Key))
+	}
+	return lua.RunPipelined(ctx, rdb, txnScript, keys, argv, more)
 }
 
 // RunUndo runs txn_undo.lua for t, whose txn.lua run issued flow.

@@ -76,6 +76,8 @@ func TestScriptCallsKeysAndArgv(t *testing.T) {
 		Flow: "", RefundOf: "", MaxSaleCents: 999, Lines: []redisdb.TxnLine{{Barcode: "A", Qty: 2, Sold: 0, RefundedJr: 0}}}
 	apply := sale
 	apply.Mode, apply.Flow, apply.TokenForm = "apply_sale", "1000000000000042", false
+	marked := sale
+	marked.Marks = []redisdb.Mark{{Term: "T02", Key: "pt_y"}, {Term: "T03", Key: "k9"}}
 	tests := []struct {
 		name string
 		call func()
@@ -87,6 +89,10 @@ func TestScriptCallsKeysAndArgv(t *testing.T) {
 		{"txn.lua, a journaled one applied again: no bound", func() { redisdb.RunTxn(ctx, rdb, k, apply, nil) },
 			"7 pe:{S}:idem:T01:k1 pe:{S}:seq pe:{S}:daily:20261201 pe:{S}:hourly:20261201 pe:{S}:token:k1 pe:{S}:refunded: pe:{S}:item:A " +
 				`apply_sale T01 fp cash 300 09 own 1700 41 172800 "x":1} 0 1000000000000042 1 A 2 0 0`},
+		{"txn.lua carrying completion marks: record, token pairs after the items", func() { redisdb.RunTxn(ctx, rdb, k, marked, nil) },
+			"11 pe:{S}:idem:T01:k1 pe:{S}:seq pe:{S}:daily:20261201 pe:{S}:hourly:20261201 pe:{S}:token:k1 pe:{S}:refunded: pe:{S}:item:A " +
+				"pe:{S}:idem:T02:pt_y pe:{S}:token:pt_y pe:{S}:idem:T03:k9 pe:{S}:token:k9 " +
+				`sale T01 fp cash 300 09 own 1700 41 172800 "x":1} 1  1 A 2 0 0 999`},
 		{"txn_undo.lua", func() { redisdb.RunUndo(ctx, rdb, k, sale, "1000000000000042") },
 			"7 pe:{S}:idem:T01:k1 pe:{S}:seq pe:{S}:daily:20261201 pe:{S}:hourly:20261201 pe:{S}:token:k1 pe:{S}:refunded: pe:{S}:item:A " +
 				"sale T01 fp cash 300 09 own 1000000000000042 1 A 2"},

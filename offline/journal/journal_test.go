@@ -2,6 +2,7 @@ package journal
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -209,5 +210,62 @@ func TestBackupIsAConsistentCopy(t *testing.T) {
 	}
 	if err := c.Verify(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A batch of appends commits without a savepoint per write (each made
+// SQLite copy the pages it touched into its statement journal, issue 26);
+// when one of them fails the batch is rolled back whole, nothing durable,
+// and commit runs it again one savepoint per write, which refuses the
+// failing one alone. A batch holding a write that may not run twice never
+// takes the plain path.
+func TestAppendBatchCommitsWithoutSavepoints(t *testing.T) {
+	ctx := context.Background()
+	j := openTemp(t, Options{})
+	req := func(fn func(*sql.Tx) error, rerun bool) *writeReq {
+		return &writeReq{ctx: ctx, fn: fn, done: make(chan error, 1), rerun: rerun}
+	}
+	rows := func() (n int) {
+		if err := j.r.QueryRowContext(ctx, `SELECT COUNT(*) FROM txns`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+
+	plain := []*writeReq{req(j.inserts(sale(1)), true), req(j.inserts(sale(2)), true)}
+	if !j.commitPlain(plain) {
+		t.Fatal("a batch of fresh appends did not commit on the plain path")
+	}
+	for i, r := range plain {
+		if err := <-r.done; err != nil {
+			t.Fatalf("append %d: %v", i+1, err)
+		}
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("%d rows after the plain commit, want 2", n)
+	}
+
+	dup := sale(4)
+	dup.IdemKey = "k1"
+	mixed := []*writeReq{req(j.inserts(sale(3)), true), req(j.inserts(dup), true), req(j.inserts(sale(5)), true)}
+	if j.commitPlain(mixed) {
+		t.Fatal("a batch with a duplicate key committed on the plain path")
+	}
+	if n := rows(); n != 2 {
+		t.Fatalf("%d rows after the plain path gave up, want 2: it left part of its batch", n)
+	}
+	j.commit(mixed)
+	errs := []error{<-mixed[0].done, <-mixed[1].done, <-mixed[2].done}
+	if errs[0] != nil || !errors.Is(errs[1], ErrDuplicateKey) || errs[2] != nil {
+		t.Fatalf("batch with a duplicate, again with savepoints: %v", errs)
+	}
+	if n := rows(); n != 4 {
+		t.Fatalf("%d rows, want 4: the duplicate alone refused", n)
+	}
+
+	ran := false
+	once := req(func(*sql.Tx) error { ran = true; return nil }, false)
+	if j.commitPlain([]*writeReq{req(j.inserts(sale(6)), true), once}) || ran {
+		t.Fatal("a write that may not run twice went on the plain path")
 	}
 }

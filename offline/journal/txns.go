@@ -20,7 +20,22 @@ func (j *Journal) Append(ctx context.Context, t Txn) error {
 	if t.Mode == "" {
 		t.Mode = ModeNormal
 	}
-	err := j.write(ctx, func(tx *sql.Tx) error {
+	// Before the row can be committed, so the filter never says "no" to
+	// a key the journal holds (keyfilter.go); a write that fails leaves a
+	// "maybe", which costs a look-up, nothing else.
+	if j.keys != nil {
+		j.keys.add(t.TerminalID, t.IdemKey)
+	}
+	// Only inserts: it may run again if its batch is rolled back.
+	if err := j.writeRerun(ctx, j.inserts(t)); err != nil {
+		return fmt.Errorf("journal %s %s: %w", t.Kind, t.FlowNo, err)
+	}
+	return nil
+}
+
+// inserts is the write of t's row and lines.
+func (j *Journal) inserts(t Txn) func(tx *sql.Tx) error {
+	return func(tx *sql.Tx) error {
 		if _, err := tx.Stmt(j.st.insertTxn).Exec(t.FlowNo, t.Seq, t.TerminalID, t.IdemKey, t.Fingerprint, t.Kind, t.OriginalFlowNo, t.Tender,
 			t.TotalCents, t.BusinessDay, t.BusinessHour, ts(t.CreatedAt), t.Body, t.Mode, boolInt(t.Applied),
 			t.State, ts(j.opt.Now())); err != nil {
@@ -33,11 +48,7 @@ func (j *Journal) Append(ctx context.Context, t Txn) error {
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("journal %s %s: %w", t.Kind, t.FlowNo, err)
 	}
-	return nil
 }
 
 func boolInt(b bool) int {
