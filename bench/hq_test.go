@@ -233,14 +233,7 @@ func (h *harness) countRows(kind, dsn string) int {
 		}
 		return n
 	}
-	u, err := hq.ParseDatabaseURL(dsn)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	db, err := sql.Open("sqlite", "file:"+u.Path+"?mode=ro&_pragma=busy_timeout(5000)")
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	db := h.openHQSQLite(dsn)
 	defer db.Close()
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM transactions`).Scan(&n); err != nil {
 		h.t.Fatal(err)
@@ -248,8 +241,8 @@ func (h *harness) countRows(kind, dsn string) int {
 	return n
 }
 
-// hqRows reads back what posedge-hq stored: the raw inserts' input.
-func (h *harness) hqRows(dsn string) []row {
+// openHQSQLite opens posedge-hq's SQLite database of dsn read-only.
+func (h *harness) openHQSQLite(dsn string) *sql.DB {
 	u, err := hq.ParseDatabaseURL(dsn)
 	if err != nil {
 		h.t.Fatal(err)
@@ -258,6 +251,12 @@ func (h *harness) hqRows(dsn string) []row {
 	if err != nil {
 		h.t.Fatal(err)
 	}
+	return db
+}
+
+// hqRows reads back what posedge-hq stored: the raw inserts' input.
+func (h *harness) hqRows(dsn string) []row {
+	db := h.openHQSQLite(dsn)
 	defer db.Close()
 	rs, err := db.Query(`SELECT store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at FROM transactions`)
 	if err != nil {
