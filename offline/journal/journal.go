@@ -265,13 +265,7 @@ func Open(ctx context.Context, path string, o Options) (*Journal, error) {
 		return nil, fmt.Errorf("open journal %s: %w", path, err)
 	}
 	j.w, j.r, j.scan = w, r, scan
-	if err := j.startKeyFilter(ctx); err != nil {
-		j.st.close()
-		scan.Close()
-		r.Close()
-		w.Close()
-		return nil, fmt.Errorf("open journal %s: %w", path, err)
-	}
+	j.startKeyFilter(ctx)
 	go j.writer()
 	return j, nil
 }

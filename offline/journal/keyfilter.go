@@ -2,7 +2,6 @@ package journal
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
 	"math/bits"
 	"sync/atomic"
@@ -86,12 +85,18 @@ func (f *keyFilter) mayHold(term, key string) bool {
 // into it in the background (2 million rows take seconds; the tills do
 // not wait: meanwhile every key is "maybe"). Called by Open before it
 // returns, before any Append.
-func (j *Journal) startKeyFilter(ctx context.Context) error {
+//
+// A table it cannot read (a damaged journal) leaves no filter: every key
+// is "maybe", looked up as before, and Open goes on, so that the daemon
+// starts and says the journal is damaged (its quick_check) rather than
+// dying at start.
+func (j *Journal) startKeyFilter(ctx context.Context) {
 	var rows int64
 	// MAX(rowid) is one b-tree descent where COUNT(*) reads the table; it
 	// is at least the row count (pruned rows leave gaps, never reuse).
 	if err := j.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(rowid), 0) FROM txns`).Scan(&rows); err != nil {
-		return fmt.Errorf("size the key filter: %w", err)
+		j.log.Warn("journal key filter not built; every sale looks its key up in the journal", "err", err)
+		return
 	}
 	f := newKeyFilter(rows)
 	j.keys = f
@@ -112,7 +117,6 @@ func (j *Journal) startKeyFilter(ctx context.Context) error {
 		f.ready.Store(true)
 		j.log.Debug("journal key filter built", "rows", n, "took", time.Since(start))
 	}()
-	return nil
 }
 
 // scanKeys adds the key of every row to f. The scan reads one snapshot;
