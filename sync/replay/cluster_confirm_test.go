@@ -31,11 +31,7 @@ func TestConfirmationOnAClusterWithTwoHQs(t *testing.T) {
 	cl := testenv.StartNATSCluster(t, bin, 3)
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	cfg := hq.DefaultConfig()
-	cfg.NATSURL = cl.URL()
-	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
-	cfg.DuplicateWindow = confirmWindow
-	cfg.StreamReplicas = 3
+	cfg := clusterHQConfig(t, cl)
 	h := &hqSide{t: t, cfg: cfg, log: log}
 	t.Cleanup(h.down)
 	h.up()
@@ -133,11 +129,7 @@ func TestClusterLossesAreRepaired(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			cfg := hq.DefaultConfig()
-			cfg.NATSURL = cl.URL()
-			cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
-			cfg.DuplicateWindow = confirmWindow
-			cfg.StreamReplicas = 3
+			cfg := clusterHQConfig(t, cl)
 			h := &hqSide{t: t, cfg: cfg, log: log}
 			t.Cleanup(h.down)
 			h.up() // the stream and its consumer exist
@@ -158,4 +150,20 @@ func TestClusterLossesAreRepaired(t *testing.T) {
 			})
 		})
 	}
+}
+
+// clusterHQConfig is posedge-hq's config against the three-node cluster:
+// the stream on every node, and a byte limit the test's disk can hold.
+// JetStream reserves MaxBytes on each replica and frees a deleted
+// stream's reservation only once the meta layer has applied the delete,
+// so the 16 GiB default, deleted and made again, failed on CI's smaller
+// disk with "insufficient storage".
+func clusterHQConfig(t *testing.T, cl *testenv.NATSCluster) hq.Config {
+	cfg := hq.DefaultConfig()
+	cfg.NATSURL = cl.URL()
+	cfg.Database = "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
+	cfg.DuplicateWindow = confirmWindow
+	cfg.StreamReplicas = 3
+	cfg.StreamMaxBytes = 256 << 20
+	return cfg
 }
