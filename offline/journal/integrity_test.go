@@ -84,13 +84,8 @@ func damagedJournalEvery(t *testing.T, n, every int) string {
 // posedge exited at start with "size the key filter: database disk image
 // is malformed".
 func TestDamagedJournalOpensWithoutItsKeyFilter(t *testing.T) {
-	ctx := context.Background()
 	path := damagedJournalEvery(t, 600, 1)
-	j, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatalf("Open of a journal damaged in every leaf: %v", err)
-	}
-	defer j.Close()
+	j := reopen(t, path)
 	if !j.MayHoldKey("T01", "never-journaled") {
 		t.Fatal("a key filter built over a damaged table said no: it must say maybe to everything")
 	}

@@ -22,6 +22,37 @@ func openTemp(t *testing.T, o Options) *Journal {
 	return j
 }
 
+// journalWithSales makes a journal at path holding sale(1..n), closed:
+// a file to open again as a restarted daemon would.
+func journalWithSales(t *testing.T, path string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		if err := j.Append(ctx, sale(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reopen opens the journal file at path again, writable, closed when the
+// test ends.
+func reopen(t *testing.T, path string) *Journal {
+	t.Helper()
+	j, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatalf("open %s again: %v", filepath.Base(path), err)
+	}
+	t.Cleanup(func() { j.Close() })
+	return j
+}
+
 func sale(n int) Txn {
 	return Txn{FlowNo: fmt.Sprintf("1%015d", n), Seq: int64(n), TerminalID: "T01", IdemKey: fmt.Sprintf("k%d", n),
 		Fingerprint: "fp", Kind: "sale", Tender: "cash", TotalCents: 199, BusinessDay: "20261130", BusinessHour: "10",

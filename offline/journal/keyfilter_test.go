@@ -16,24 +16,8 @@ import (
 func TestKeyFilterNeverSaysNoToAJournaledKey(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "journal.db")
-	j, err := Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 1; i <= 300; i++ {
-		if err := j.Append(ctx, sale(i)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := j.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	j, err = Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	journalWithSales(t, path, 300)
+	j := reopen(t, path)
 	for i := 301; i <= 400; i++ { // while the scan may still run
 		if err := j.Append(ctx, sale(i)); err != nil {
 			t.Fatal(err)

@@ -361,11 +361,7 @@ func TestUpgradeRewritesTheTimesOfAnOlderJournal(t *testing.T) {
 	}
 
 	// Opening an upgraded journal again changes nothing.
-	j, err = Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j = reopen(t, path)
 	if a := expected(j); a.Expected != 97 || a.Moves != 2 {
 		t.Errorf("after a second open, A expected %d with %d moves", a.Expected, a.Moves)
 	}

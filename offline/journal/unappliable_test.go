@@ -82,11 +82,7 @@ func TestOpenAddsTheUnappliableTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	j.Close()
-	j, err = Open(ctx, path, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer j.Close()
+	j = reopen(t, path)
 	if err := j.SetUnappliable(ctx, degraded(1).FlowNo, "r"); err != nil {
 		t.Fatal(err)
 	}
