@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"strings"
 )
 
@@ -70,6 +71,10 @@ func filter(in io.Reader, out io.Writer) (failed bool, err error) {
 			switch {
 			case e.Test == "" && e.Action == "fail":
 				failed = true
+				// A test still running when its package failed (a
+				// timeout's panic, a crash) never got its own end: its
+				// output, the goroutine dump included, says which one hung.
+				fmt.Fprintf(out, "%s", unfinished(outputs, e.Package))
 				fmt.Fprintf(out, "%sFAIL %s (%.1fs)\n", text, e.Package, e.Elapsed)
 			case e.Test == "" && e.Action == "pass":
 				fmt.Fprintf(out, "ok   %s (%.1fs)\n", e.Package, e.Elapsed)
@@ -86,6 +91,29 @@ func filter(in io.Reader, out io.Writer) (failed bool, err error) {
 		}
 	}
 	return failed, sc.Err()
+}
+
+// unfinished takes out of outputs the output of every top-level test of
+// pkg that has not ended, in name order.
+func unfinished(outputs map[string]*strings.Builder, pkg string) string {
+	var names []string
+	for key := range outputs {
+		p, test, _ := strings.Cut(key, "\x00")
+		if p == pkg && test != "" && !strings.Contains(test, "/") {
+			names = append(names, test)
+		}
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, test := range names {
+		fmt.Fprintf(&b, "--- UNFINISHED %s %s:\n%s", pkg, test, outputs[pkg+"\x00"+test].String())
+	}
+	for key := range outputs {
+		if strings.HasPrefix(key, pkg+"\x00") {
+			delete(outputs, key)
+		}
+	}
+	return b.String()
 }
 
 // skipReason is the last line a skipped test printed before "--- SKIP".

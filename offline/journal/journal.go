@@ -420,8 +420,22 @@ func (j *Journal) queue(ctx context.Context, fn func(tx *sql.Tx) error, rerun bo
 		return ctx.Err()
 	}
 	// Once queued, wait for the outcome even if ctx ends: the caller must
-	// know whether its row is durable.
-	return <-req.done
+	// know whether its row is durable. A send can win the select above
+	// against a closed stop (select picks among ready cases at random) and
+	// land in the buffer after the writer's last drain: then no one will
+	// answer it. The writer answers before it closes stopped, so a done
+	// still empty once stopped is closed means fn never ran.
+	select {
+	case err := <-req.done:
+		return err
+	case <-j.stopped:
+		select {
+		case err := <-req.done:
+			return err
+		default:
+			return fmt.Errorf("%w: closed", ErrUnavailable)
+		}
+	}
 }
 
 func (j *Journal) writer() {

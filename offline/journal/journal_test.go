@@ -300,3 +300,31 @@ func TestAppendBatchCommitsWithoutSavepoints(t *testing.T) {
 		t.Fatal("a write that may not run twice went on the plain path")
 	}
 }
+
+// A write after Close is refused, never left waiting: with the writer gone
+// a send into the request buffer can still win the select against the
+// closed stop channel (about one try in two), and that request used to
+// wait forever (TestAnswersMatchOpenAPI hung the CI gate 40 minutes on a
+// sale after the journal was closed).
+func TestWriteAfterCloseIsRefused(t *testing.T) {
+	ctx := context.Background()
+	j, err := Open(ctx, filepath.Join(t.TempDir(), "journal.db"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := j.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 200; i++ {
+		done := make(chan error, 1)
+		go func() { done <- j.Append(ctx, sale(i)) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrUnavailable) {
+				t.Fatalf("append %d after Close: %v, want ErrUnavailable", i, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("append %d after Close still waiting after 5 s", i)
+		}
+	}
+}
