@@ -388,6 +388,9 @@ func TestBucketRecreatedReloads(t *testing.T) {
 	s.start(h.nats.URL())
 	s.waitPrice("A", 77)
 	s.waitPrice("B", 55)
+	// The items are in Redis before the reload is counted (after its
+	// mark): wait for the count, then hold it to exactly one.
+	testenv.WaitFor(t, waitLong, "the reload counted", func() bool { return s.w.State().Reloads >= 1 })
 	if st := s.w.State(); st.Reloads != 1 {
 		t.Errorf("%d reloads, want 1", st.Reloads)
 	}
