@@ -86,3 +86,35 @@ func TestReadProcCPUAndResidentBytes(t *testing.T) {
 		t.Errorf("residentBytes(0) = %v, want 0", rss)
 	}
 }
+
+func TestStealShare(t *testing.T) {
+	tests := []struct {
+		name   string
+		before string
+		after  string
+		want   float64 // -1: unknown
+	}{
+		// the lines of this VM around 10 s of two busy loops: 620 of
+		// 2,008 ticks stolen
+		{"busy", "cpu  143042 0 23061 695177 21885 0 5312 88302 0 0", "cpu  143546 0 23942 695179 21885 0 5313 88922 0 0", 620.0 / 2008},
+		{"idle, no steal", "cpu 10 0 10 100 0 0 0 5 0 0", "cpu 10 0 10 300 0 0 0 5 0 0", 0},
+		{"a kernel without guest fields", "cpu 1 0 1 1 0 0 0 1", "cpu 2 0 1 1 0 0 0 2", 0.5},
+		{"no time passed", "cpu 1 0 1 1 0 0 0 1", "cpu 1 0 1 1 0 0 0 1", -1},
+		{"too few fields", "cpu 1 0 1 1 0 0 0", "cpu 2 0 1 1 0 0 0", -1},
+		{"a per-CPU line", "cpu0 1 0 1 1 0 0 0 1", "cpu0 2 0 1 1 0 0 0 2", -1},
+		{"not a number", "cpu 1 0 1 1 0 0 0 x", "cpu 2 0 1 1 0 0 0 2", -1},
+	}
+	for _, tt := range tests {
+		a, okA := parseMachineTicks(tt.before)
+		b, okB := parseMachineTicks(tt.after)
+		got := stealShare(a, b, okA, okB)
+		if got < tt.want-1e-9 || got > tt.want+1e-9 {
+			t.Errorf("%s: stealShare = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	if _, ok := readMachineTicks(); !ok {
+		if _, err := os.Stat("/proc/stat"); err == nil {
+			t.Error("/proc/stat exists but was not read")
+		}
+	}
+}

@@ -26,9 +26,9 @@ const docHeader = "| figure | median | goal | repetitions | load average (1 min)
 // docTable renders one run's figures as the marked section's content.
 func docTable(run runInfo, figs []figure) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "`make bench` (%s), %s, tree `%s`: %d repetitions of each figure, the median shown; %s/%s, %d CPUs; took %s; load average (1 min) %.2f at start, %.2f at end",
+	fmt.Fprintf(&b, "`make bench` (%s), %s, tree `%s`: %d repetitions of each figure, the median shown; %s/%s, %d CPUs; took %s; load average (1 min) %.2f at start, %.2f at end%s",
 		run.Mode, run.Started.UTC().Format("2006-01-02 15:04 UTC"), run.Commit, run.Reps, runtime.GOOS, runtime.GOARCH,
-		runtime.NumCPU(), run.Took.Round(time.Second), run.LoadStart, run.LoadEnd)
+		runtime.NumCPU(), run.Took.Round(time.Second), run.LoadStart, run.LoadEnd, run.stealText())
 	if run.Output != "" {
 		fmt.Fprintf(&b, "; whole output [perf/%s](perf/%s)", run.Output, run.Output)
 	}
@@ -170,7 +170,7 @@ func TestPerformanceDocTable(t *testing.T) {
 // and a row edited by hand does not.
 func TestDocTableRoundTrip(t *testing.T) {
 	run := runInfo{Mode: "full", Reps: 3, Started: time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC), Took: 5 * time.Minute,
-		LoadStart: 0.6, LoadEnd: 1.2, Commit: "abc123", Output: "bench-latest.txt"}
+		LoadStart: 0.6, LoadEnd: 1.2, Steal: 0.31, Commit: "abc123", Output: "bench-latest.txt"}
 	var figs []figure
 	for _, n := range append(append([]string{}, requiredFigures...), sizeFigures...) {
 		figs = append(figs, figure{Name: n, Value: 0.5, Goal: ">= 0.6", Detail: "a | b", Reps: []float64{0.4, 0.5, 1234.5}, Loads: []float64{0.6, 0.7, 0.8}})

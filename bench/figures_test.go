@@ -290,6 +290,7 @@ func TestFigures(t *testing.T) {
 	}
 	h := setup(t, sz)
 	run := runInfo{Mode: mode, Reps: sz.Reps, Started: time.Now(), LoadStart: loadAvg(), Commit: gitDescribe()}
+	run.ticksStart, run.ticksOK = readMachineTicks()
 	phases, err := parsePhases(os.Getenv(phasesEnv))
 	if err != nil {
 		t.Fatal(err)
@@ -388,6 +389,8 @@ func (h *harness) phase(t *testing.T, name string, fn func()) bool {
 func (h *harness) finish(run runInfo, whole bool) {
 	t := h.t
 	run.Took, run.LoadEnd = time.Since(run.Started), loadAvg()
+	ticksEnd, ok := readMachineTicks()
+	run.Steal = stealShare(run.ticksStart, ticksEnd, run.ticksOK, ok)
 	if !whole {
 		run.Mode += ", stopped early: a phase failed"
 	}
@@ -583,8 +586,21 @@ type runInfo struct {
 	Took      time.Duration
 	LoadStart float64
 	LoadEnd   float64
-	Commit    string // git describe of the tree measured
-	Output    string // the file the whole output went to
+	// Steal is the share of the machine's CPU time its hypervisor took
+	// over the run (stealShare; -1 unknown).
+	Steal      float64
+	ticksStart machineTicks
+	ticksOK    bool
+	Commit     string // git describe of the tree measured
+	Output     string // the file the whole output went to
+}
+
+// stealText is the run's steal share as the report and the doc say it.
+func (r runInfo) stealText() string {
+	if r.Steal < 0 {
+		return ""
+	}
+	return fmt.Sprintf("; CPU time taken by the hypervisor (steal) %.0f %% of the run", 100*r.Steal)
 }
 
 // rssPhase ends a load phase of the RSS sampler: its peaks are kept.
@@ -598,9 +614,9 @@ func (h *harness) rssPhase() {
 // report prints the table, the notes, then one `figure` line per figure.
 func (h *harness) report(w io.Writer, run runInfo) {
 	host, _ := os.Hostname()
-	fmt.Fprintf(w, "\nposedge bench (%s): %d repetitions, medians; %s/%s, %d CPUs, host %s, %s, took %s; load average (1 min) %.2f at start, %.2f at end\n\n",
+	fmt.Fprintf(w, "\nposedge bench (%s): %d repetitions, medians; %s/%s, %d CPUs, host %s, %s, took %s; load average (1 min) %.2f at start, %.2f at end%s\n\n",
 		run.Mode, run.Reps, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), host,
-		run.Started.UTC().Format(time.RFC3339), run.Took.Round(time.Second), run.LoadStart, run.LoadEnd)
+		run.Started.UTC().Format(time.RFC3339), run.Took.Round(time.Second), run.LoadStart, run.LoadEnd, run.stealText())
 	fmt.Fprintf(w, "| %-34s | %10s | %-8s | %-26s | %-15s | %s\n", "figure", "median", "goal", "repetitions", "load (1 min)", "detail")
 	fmt.Fprintf(w, "| %-34s | %10s | %-8s | %-26s | %-15s | %s\n", strings.Repeat("-", 34), strings.Repeat("-", 10), "--------",
 		strings.Repeat("-", 26), strings.Repeat("-", 15), "------")
