@@ -302,7 +302,10 @@ func TestFigures(t *testing.T) {
 	// The report is printed (and its file written) even when a phase
 	// fails, with what was measured so far; the doc only from a whole run.
 	whole := false
-	defer func() { h.finish(run, whole && phases == nil) }()
+	if v := os.Getenv(slopesEnv); v != "" {
+		run.Mode += ", slopes " + v
+	}
+	defer func() { h.finish(run, whole && phases == nil && os.Getenv(slopesEnv) == "") }()
 	// A phase that measures its figures once is called Reps times: every
 	// figure is printed with its repetitions, their median and the load.
 	if want("idle") {

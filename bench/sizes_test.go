@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +44,11 @@ func (h *harness) sizeSet() sizeSet {
 	return smokeSizeSet
 }
 
+// slopesEnv names the slopes of the sizes phase a run measures
+// (catalog, terminals, journal, items; comma-separated, all when unset):
+// the catalog's alone takes ~12 minutes. Use it with phasesEnv=sizes.
+const slopesEnv = "POSEDGE_BENCH_SLOPES"
+
 // measureSizes runs last: it leaves a million items in Redis, a thousand
 // terminals configured and a journal of millions of rows.
 func (h *harness) measureSizes() {
@@ -57,6 +64,9 @@ func (h *harness) measureSizes() {
 		{"catalog", h.measureCatalogSizes}, {"terminals", h.measureTerminalSizes},
 		{"journal", h.measureJournalSizes}, {"items", h.measureItemSizes},
 	} {
+		if only := os.Getenv(slopesEnv); only != "" && !slices.Contains(strings.Split(only, ","), s.name) {
+			continue
+		}
 		if !h.phase(t, s.name, func() { s.fn(ss) }) {
 			h.notef("FINDING sizes/%s: the slope failed (see the test log)", s.name)
 		}
