@@ -22,7 +22,8 @@ const Redacted = "REDACTED"
 // space in them, unencoded), so a URL is not split the way net/url would
 // parse it. It runs from "scheme://" to the end of its line, or to the
 // next URL when what comes before that one is a whole URL (it holds an
-// "@", or its first word is a host[:port] with an optional path): a list
+// "@", or its first word is a host[:port] with an optional path) and the
+// next one's user info is not empty (a password ending "x://"): a list
 // "a://…,b://…" or two URLs in one message. Its user info ends at the
 // last "@" before the URL ends, or before its first secret query
 // parameter (a password may hold "@" and spaces: "nats://app:my
@@ -81,7 +82,11 @@ func urlEnd(rest string) int {
 			k++
 		}
 		// After a secret query parameter the value may hold anything.
-		if k < j && k > 0 && !isSchemeByte(rest[k-1]) && wholeURL(rest[:k]) && !hasSecretParam(rest[:k]) {
+		// A "scheme://" followed at once by "@" (empty user info) is the
+		// end of a password more likely than a URL of its own: split
+		// there, "nats://app:0 x://@hq" would show "0 x://" whole.
+		if k < j && k > 0 && !isSchemeByte(rest[k-1]) && !strings.HasPrefix(rest[j+3:], "@") &&
+			wholeURL(rest[:k]) && !hasSecretParam(rest[:k]) {
 			return k
 		}
 		off = j + 3

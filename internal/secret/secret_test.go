@@ -28,6 +28,11 @@ func TestRedactURLs(t *testing.T) {
 		{"postgres://db/hq?sslmode=require&sslpassword=k3y&application_name=hq", "postgres://db/hq?sslmode=require&sslpassword=xxxxx&application_name=hq"},
 		{"postgres://db/hq?password=p@ss&sslmode=require", "postgres://db/hq?password=xxxxx&sslmode=require"},
 		{"nats://hq1:4222, nats://hq2:4222", "nats://hq1:4222, nats://hq2:4222"},
+		// A password ending in "scheme://" (fuzz, CI stop 34): split
+		// there, the first URL ("nats://0:0") looked whole and the
+		// password "0 A000://" showed.
+		{"connect to HQ at nats://0:0 A000://@hq.example:4222: i/o timeout", "connect to HQ at nats://xxxxx@hq.example:4222: i/o timeout"},
+		{"tls://0:0 A000://@hq1:4222,tls://b:c@hq2:4222", "tls://xxxxx@hq1:4222,tls://xxxxx@hq2:4222"},
 	}
 	for _, tc := range cases {
 		if got := RedactURLs(tc.in); got != tc.want {
