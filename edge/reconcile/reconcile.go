@@ -68,7 +68,9 @@ type Reconciler struct {
 	peerMu    sync.Mutex
 	peerAt    time.Time // when another daemon was last seen pinging this Redis
 
-	afterLook func(n int) // tests: runs after each look
+	afterLook         func(n int) // tests: runs after each look
+	betweenStockReads func(n int) // tests: runs after each chunk of stock read
+	stockChunk        int         // tests: items per stock read; 0 = StockChunk
 }
 
 type metrics struct {

@@ -121,6 +121,33 @@ func (j *Journal) ExpectedStock(ctx context.Context, maxSeq int64) ([]ItemStock,
 	return items, rows.Err()
 }
 
+// StockMovesBetween is what transactions numbered in (afterSeq, upToSeq]
+// took from each item's stock, as ExpectedStock counts them (refunds
+// give back): an item's expected stock at afterSeq is its expected stock
+// at upToSeq plus this. The reconciliation reads Redis's stock in
+// chunks, each at its own sequence, and compares each against the
+// journal at that sequence.
+func (j *Journal) StockMovesBetween(ctx context.Context, afterSeq, upToSeq int64) (map[string]int64, error) {
+	rows, err := j.scan.QueryContext(ctx, `SELECT l.barcode, SUM(CASE WHEN t.kind = 'refund' THEN -l.qty ELSE l.qty END)
+		FROM txns t JOIN txn_lines l ON l.flow_no = t.flow_no JOIN items i ON i.barcode = l.barcode
+		WHERE t.seq > ? AND t.seq <= ? AND t.journaled_at > i.updated_at AND t.applied = 1
+		GROUP BY l.barcode`, afterSeq, upToSeq)
+	if err != nil {
+		return nil, fmt.Errorf("sum stock moves between sequences %d and %d: %w", afterSeq, upToSeq, err)
+	}
+	defer rows.Close()
+	out := map[string]int64{}
+	for rows.Next() {
+		var b string
+		var n int64
+		if err := rows.Scan(&b, &n); err != nil {
+			return nil, err
+		}
+		out[b] = n
+	}
+	return out, rows.Err()
+}
+
 // FirstBusinessDay is the earliest business day the journal holds a
 // transaction of, or "".
 func (j *Journal) FirstBusinessDay(ctx context.Context) (string, error) {

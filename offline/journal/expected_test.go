@@ -93,6 +93,13 @@ func TestExpectedAndSequenceQueries(t *testing.T) {
 	if err != nil || len(items) != 1 || items[0].Expected != 100-6 || items[0].Moves != 6 {
 		t.Fatalf("expected stock up to seq 6 with the degraded sale applied: %+v %v", items, err)
 	}
+	// What the reconciliation relies on: expected at 2 = expected at 6 +
+	// the moves of (2, 6] (sales 3, 5, 6; the degraded one, seq 0, in both).
+	moves, err := j.StockMovesBetween(ctx, 2, 6)
+	at2, err2 := j.ExpectedStock(ctx, 2)
+	if err != nil || err2 != nil || moves["A"] != 3 || len(moves) != 1 || at2[0].Expected != items[0].Expected+moves["A"] {
+		t.Fatalf("moves in (2, 6] %v (%v), expected at 2 %+v (%v), at 6 %d", moves, err, at2, err2, items[0].Expected)
+	}
 	if d, _ := j.FirstBusinessDay(ctx); d != "20261130" {
 		t.Fatalf("first day %q", d)
 	}
