@@ -165,6 +165,7 @@ func (h *harness) measureSalesAndReplay() {
 			h.t.Fatal(err)
 		}
 		cpuAfter, after := readProcCPU(), h.metrics()
+		h.noteDegraded(before, after)
 		cpu, cpuTotal := perOpMicros(cpuBefore, cpuAfter, h.sz.Sales)
 		cpus = append(cpus, cpuTotal)
 		h.notef("sales at %d callers: CPU per sale by process: %s; %.0f%% of the machine's %d CPUs busy",

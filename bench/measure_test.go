@@ -128,7 +128,8 @@ func call(c *http.Client, method, url, auth string, body []byte, idemKey string)
 	return res.StatusCode, b, err
 }
 
-// scrapeMetrics reads the unlabelled samples of a Prometheus text page.
+// scrapeMetrics reads the samples of a Prometheus text page: by name, a
+// labelled one by its name with its labels as the page writes them.
 func scrapeMetrics(c *http.Client, url string) (map[string]float64, error) {
 	status, body, err := call(c, "GET", url, "", nil, "")
 	if err != nil {
@@ -142,10 +143,16 @@ func scrapeMetrics(c *http.Client, url string) (map[string]float64, error) {
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		if line == "" || line[0] == '#' || strings.ContainsRune(line, '{') {
+		if line == "" || line[0] == '#' {
 			continue
 		}
+		// A labelled series is kept under its whole name, labels and all
+		// (`posedge_sales_total{kind="sale",mode="degraded"}`).
 		name, val, ok := strings.Cut(line, " ")
+		if strings.ContainsRune(line, '{') {
+			i := strings.LastIndexByte(line, ' ')
+			name, val, ok = line[:i], line[i+1:], i > 0
+		}
 		if !ok {
 			continue
 		}
