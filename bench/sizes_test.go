@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -24,7 +25,7 @@ import (
 
 // sizeFigures are the slopes every run prints.
 var sizeFigures = []string{"lookup_1m_vs_100_items", "limiter_1000_vs_10_terminals",
-	"catalog_100k_vs_1k_changes", "sales_journal_large_vs_small", "lookup_vs_http_evalsha_floor"}
+	"catalog_100k_vs_1k_changes", "sales_journal_large_vs_small", "refunds_journal_large_vs_small", "lookup_vs_http_evalsha_floor"}
 
 // sizeSet are the sizes: the full run's and the smoke's.
 type sizeSet struct {
@@ -317,20 +318,28 @@ func (h *harness) waitCatalog(rev uint64, d time.Duration) {
 	}
 }
 
-// measureJournalSizes compares durable sales with the journal as this
-// run left it and grown by JournalAdd rows (acknowledged, confirmed
-// sales of an earlier day, as a store's journal holds within its
-// retention).
+// measureJournalSizes compares durable sales, and refunds of them, with
+// the journal as this run left it and grown by JournalAdd rows
+// (acknowledged, confirmed sales of an earlier day with their lines, as a
+// store's journal holds within its retention).
 func (h *harness) measureJournalSizes(ss sizeSet) {
 	var small, large, sl, ll []float64
+	var rSmall, rLarge, rsl, rll []float64
+	refunds := max(h.sz.Sales/4, 10)
+	measure := func(rates, loads, rRates, rLoads *[]float64) {
+		*rates, *loads = append(*rates, h.rate(h.sz.Sales, h.saleOp())), append(*loads, loadAvg())
+		h.sales += h.sz.Sales
+		*rRates, *rLoads = append(*rRates, h.rate(refunds, h.refundOp(h.salesToRefund(refunds)))), append(*rLoads, loadAvg())
+	}
 	before := h.store.JournalRows("")
 	for range h.sz.Reps {
-		small, sl = append(small, h.rate(h.sz.Sales, h.saleOp())), append(sl, loadAvg())
-		h.sales += h.sz.Sales
+		measure(&small, &sl, &rSmall, &rsl)
 	}
+	salesWhat := fmt.Sprintf("durable POST /v1/sales, %d callers, %d each", concurrency, h.sz.Sales)
+	refundsWhat := fmt.Sprintf("POST /v1/refunds of one line of a sale made just before (its refunds looked up in the journal), %d callers, %d each", concurrency, refunds)
 	if !h.sz.Slopes {
-		h.slope("sales_journal_large_vs_small", fmt.Sprintf("durable POST /v1/sales, %d callers, %d each", concurrency, h.sz.Sales),
-			small, nil, sl, nil, before, 0, "sales/s with the journal")
+		h.slope("sales_journal_large_vs_small", salesWhat, small, nil, sl, nil, before, 0, "sales/s with the journal")
+		h.slope("refunds_journal_large_vs_small", refundsWhat, rSmall, nil, rsl, nil, before, 0, "refunds/s with the journal")
 		return
 	}
 	h.store.Edge.Kill()
@@ -342,11 +351,51 @@ func (h *harness) measureJournalSizes(ss sizeSet) {
 	h.notef("sizes: posedge started on a journal of %d rows, ready in %s", h.store.JournalRows(""), time.Since(t0).Round(time.Millisecond))
 	rows := h.store.JournalRows("")
 	for range h.sz.Reps {
-		large, ll = append(large, h.rate(h.sz.Sales, h.saleOp())), append(ll, loadAvg())
-		h.sales += h.sz.Sales
+		measure(&large, &ll, &rLarge, &rll)
 	}
-	h.slope("sales_journal_large_vs_small", fmt.Sprintf("durable POST /v1/sales, %d callers, %d each, journal of %d rows then of %d", concurrency, h.sz.Sales, before, rows),
-		small, large, sl, ll, before, rows, "sales/s with the journal")
+	sizes := fmt.Sprintf(", journal of %d rows then of %d", before, rows)
+	h.slope("sales_journal_large_vs_small", salesWhat+sizes, small, large, sl, ll, before, rows, "sales/s with the journal")
+	h.slope("refunds_journal_large_vs_small", refundsWhat+sizes, rSmall, rLarge, rsl, rll, before, rows, "refunds/s with the journal")
+}
+
+// salesToRefund makes n sales (not timed) and returns their flow numbers.
+func (h *harness) salesToRefund(n int) []string {
+	flows := make([]string, n)
+	_, _, err := runConcurrent(n, func(i int) error {
+		_, key := h.term(i)
+		status, body, err := call(h.http, "POST", h.store.EdgeURL+"/v1/sales", key, saleBody, fmt.Sprintf("to-refund-%d-%d", time.Now().UnixNano(), i))
+		if err != nil {
+			return err
+		}
+		var r struct {
+			FlowNo string `json:"flow_no"`
+		}
+		if status != 201 || json.Unmarshal(body, &r) != nil || r.FlowNo == "" {
+			return fmt.Errorf("sale to refund: %d %s", status, body)
+		}
+		flows[i] = r.FlowNo
+		return nil
+	})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.sales += n
+	return flows
+}
+
+// refundOp refunds the one line of flows[i]'s sale (saleBody).
+func (h *harness) refundOp(flows []string) func(i int) error {
+	h.keySeq++
+	prefix := fmt.Sprintf("bench-refund-%d-%d-", time.Now().UnixNano()%1e9, h.keySeq)
+	return func(i int) error {
+		_, key := h.term(i)
+		body := []byte(`{"original_flow_no":"` + flows[i] + `","lines":[{"barcode":"BENCH2","qty":1}],"total_cents":199}`)
+		status, resp, err := call(h.http, "POST", h.store.EdgeURL+"/v1/refunds", key, body, prefix+strconv.Itoa(i))
+		if err == nil && status != 201 {
+			err = fmt.Errorf("refund: %d %s", status, resp)
+		}
+		return err
+	}
 }
 
 // growJournal adds n acknowledged, confirmed sale rows of an earlier day
@@ -379,5 +428,11 @@ func (h *harness) growJournal(n int) int {
 		h.t.Fatalf("grow the journal: %v", err)
 	}
 	got, _ := res.RowsAffected()
+	// Their lines: a refund's look-up of earlier refunds joins txn_lines,
+	// and read without its index it scanned every line (2026-12-06).
+	if _, err := db.Exec(`INSERT INTO txn_lines (flow_no, n, barcode, qty, price_cents)
+		SELECT flow_no, 0, 'BENCH2', 1, 199 FROM txns WHERE flow_no >= 'B' AND flow_no < 'C'`); err != nil {
+		h.t.Fatalf("grow the journal's lines: %v", err)
+	}
 	return int(got)
 }

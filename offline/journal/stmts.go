@@ -36,8 +36,8 @@ func prepareStmts(ctx context.Context, r, w *sql.DB, catalog bool) (*stmts, erro
 		dst **sql.Stmt
 		q   string
 	}{
-		{r, &s.byKey, `SELECT ` + txnCols + ` FROM txns WHERE terminal_id = ? AND idem_key = ?`},
-		{r, &s.byFlow, `SELECT ` + txnCols + ` FROM txns WHERE flow_no = ?`},
+		{r, &s.byKey, byKeyQuery},
+		{r, &s.byFlow, byFlowQuery},
 		{r, &s.lines, `SELECT barcode, qty, price_cents FROM txn_lines WHERE flow_no = ? ORDER BY n`},
 		{r, &s.item, itemQuery},
 		{r, &s.outbox, outboxQuery},
@@ -74,3 +74,10 @@ func (s *stmts) close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// The reads of a journaled transaction by idempotency key and by flow
+// number, every retry's and refund's (TestPerSaleQueriesUseIndexes).
+const (
+	byKeyQuery  = `SELECT ` + txnCols + ` FROM txns WHERE terminal_id = ? AND idem_key = ?`
+	byFlowQuery = `SELECT ` + txnCols + ` FROM txns WHERE flow_no = ?`
+)
