@@ -333,6 +333,9 @@ CREATE INDEX IF NOT EXISTS txns_unapplied ON txns(applied) WHERE applied = 0;
 CREATE INDEX IF NOT EXISTS txns_day ON txns(business_day);
 CREATE INDEX IF NOT EXISTS txns_seq ON txns(seq);
 CREATE INDEX IF NOT EXISTS txns_original ON txns(original_flow_no) WHERE original_flow_no != '';
+-- Few rows: the quarantined count of every backlog figure, which scanned
+-- the journal without it (BacklogStats).
+CREATE INDEX IF NOT EXISTS txns_quarantined ON txns(state) WHERE state = 'quarantined';
 CREATE TABLE IF NOT EXISTS txn_lines (
 	flow_no     TEXT NOT NULL REFERENCES txns(flow_no) ON DELETE CASCADE,
 	n           INTEGER NOT NULL,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -209,6 +210,12 @@ func TestOutboxStatesAndQuarantine(t *testing.T) {
 	st, _ := j.Stats(ctx)
 	if st.Backlog != 3 || st.Quarantined != 1 || st.LastAckedAt == nil {
 		t.Fatalf("stats %+v", st)
+	}
+	// The replayer's figures are the same but the last ack's time.
+	bs, err := j.BacklogStats(ctx)
+	st.LastAckedAt = nil
+	if err != nil || !reflect.DeepEqual(bs, st) {
+		t.Fatalf("backlog stats %+v (%v), want %+v", bs, err, st)
 	}
 	if n, _ := j.RetryQuarantined(ctx); n != 1 {
 		t.Fatalf("retried %d", n)

@@ -36,15 +36,61 @@ type Stats struct {
 	OldestUnconfirmedAck *time.Time `json:"oldest_unconfirmed_ack_at"`
 }
 
-// Stats reads the journal's figures.
+// Stats reads the journal's figures, for a status: BacklogStats and
+// LastAckedAt, the time of the latest acknowledgement, which no index
+// holds (SQLite reads every acknowledged row for it: ~1 s at 2,000,000
+// rows).
 func (j *Journal) Stats(ctx context.Context) (Stats, error) {
+	s, err := j.BacklogStats(ctx)
+	if err != nil {
+		return s, err
+	}
+	var acked sql.NullString
+	if err := j.scan.QueryRowContext(ctx, `SELECT MAX(acked_at) FROM txns WHERE state = 'acked'`).Scan(&acked); err != nil {
+		return s, fmt.Errorf("read the journal's last acknowledgement: %w", err)
+	}
+	if acked.Valid {
+		t := parseTS(acked.String)
+		s.LastAckedAt = &t
+	}
+	return s, nil
+}
+
+// BacklogStats reads the journal's figures but LastAckedAt, each through
+// an index (or the rows' count, a walk of the smallest index): what the
+// replayer reads every few seconds. Stats read whole every 10 s took
+// 2.1-2.4 s of CPU at 2,000,000 rows (2026-12-06), a tenth of the box.
+// TestBacklogStatsReadByIndex checks the plan.
+func (j *Journal) BacklogStats(ctx context.Context) (Stats, error) {
 	s := Stats{Path: j.path}
 	for _, suffix := range []string{"", "-wal"} {
 		if fi, err := os.Stat(j.path + suffix); err == nil {
 			s.SizeBytes += fi.Size()
 		}
 	}
-	var oldest, acked, maxFlow, unconfirmedAck sql.NullString
+	var oldest, maxFlow, unconfirmedAck sql.NullString
+	err := j.scan.QueryRowContext(ctx, j.backlogQuery()).
+		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &s.Quarantined, &s.Unapplied, &s.Unappliable, &maxFlow,
+			&s.Unconfirmed, &unconfirmedAck)
+	if err != nil {
+		return s, fmt.Errorf("read journal stats: %w", err)
+	}
+	if oldest.Valid {
+		t := parseTS(oldest.String)
+		s.OldestUnsent = &t
+	}
+	if unconfirmedAck.Valid {
+		t := parseTS(unconfirmedAck.String)
+		s.OldestUnconfirmedAck = &t
+	}
+	s.MaxFlowNo = maxFlow.String
+	return s, nil
+}
+
+// backlogQuery is BacklogStats' one statement. Each WHERE repeats a
+// partial index's (txns_outbox, txns_quarantined, txns_unapplied,
+// txns_unconfirmed) so that SQLite may use it.
+func (j *Journal) backlogQuery() string {
 	unconfirmed := `state = 'acked'` // a journal not upgraded yet: none confirmed
 	if j.confirm {
 		unconfirmed = `state = 'acked' AND confirmed_at IS NULL`
@@ -55,37 +101,17 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 	if j.firstAck {
 		firstAck = `COALESCE(first_acked_at, acked_at)`
 	}
-	err := j.scan.QueryRowContext(ctx, `SELECT
+	return `SELECT
 		(SELECT COUNT(*) FROM txns),
 		(SELECT COUNT(*) FROM txns WHERE state IN ('pending','sent')),
 		(SELECT COALESCE(SUM(LENGTH(body)),0) FROM txns WHERE state IN ('pending','sent')),
 		(SELECT MIN(created_at) FROM txns WHERE state IN ('pending','sent')),
-		(SELECT MAX(acked_at) FROM txns WHERE state = 'acked'),
 		(SELECT COUNT(*) FROM txns WHERE state = 'quarantined'),
 		(SELECT COUNT(*) FROM txns WHERE applied = 0),
 		(SELECT COUNT(*) FROM unappliable),
 		(SELECT MAX(flow_no) FROM txns),
-		(SELECT COUNT(*) FROM txns WHERE `+unconfirmed+`),
-		(SELECT MIN(`+firstAck+`) FROM txns WHERE `+unconfirmed+`)`).
-		Scan(&s.Rows, &s.Backlog, &s.BacklogBytes, &oldest, &acked, &s.Quarantined, &s.Unapplied, &s.Unappliable, &maxFlow,
-			&s.Unconfirmed, &unconfirmedAck)
-	if err != nil {
-		return s, fmt.Errorf("read journal stats: %w", err)
-	}
-	if oldest.Valid {
-		t := parseTS(oldest.String)
-		s.OldestUnsent = &t
-	}
-	if acked.Valid {
-		t := parseTS(acked.String)
-		s.LastAckedAt = &t
-	}
-	if unconfirmedAck.Valid {
-		t := parseTS(unconfirmedAck.String)
-		s.OldestUnconfirmedAck = &t
-	}
-	s.MaxFlowNo = maxFlow.String
-	return s, nil
+		(SELECT COUNT(*) FROM txns WHERE ` + unconfirmed + `),
+		(SELECT MIN(` + firstAck + `) FROM txns WHERE ` + unconfirmed + `)`
 }
 
 // Verify runs SQLite's full integrity check.

@@ -68,7 +68,7 @@ func (r *Replayer) background(ctx context.Context) {
 }
 
 func (r *Replayer) refreshStats(ctx context.Context) {
-	s, err := r.j.Stats(ctx)
+	s, err := r.j.BacklogStats(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			r.log.Warn("read backlog figures", "err", err)
