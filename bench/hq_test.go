@@ -35,17 +35,7 @@ type row struct {
 // the last, against a raw batched insert of the same rows into a fresh
 // database of the same kind; SQLite and PostgreSQL.
 func (h *harness) measureIngest() {
-	if h.sales == 0 {
-		// Run without the sales phase (POSEDGE_BENCH_PHASES): as many
-		// sales as it would have left in the stream.
-		n := h.sz.Reps * (h.sz.Sales + h.sz.PacedSales)
-		if _, _, err := runConcurrent(n, h.saleOp()); err != nil {
-			h.t.Fatal(err)
-		}
-		h.sales += n
-	}
-	h.waitBacklogEmpty()
-	want := h.store.JournalRows("")
+	want := h.streamRows()
 	var rows []row
 	for _, kind := range []string{"sqlite", "postgres"} {
 		var ratios, rates, rawRates []float64
@@ -80,6 +70,22 @@ func (h *harness) measureIngest() {
 		h.add(figure{Name: "hq_" + kind + "_rows_per_s", Value: median(rates), Detail: "rows/s; reps " + spread(rates, "%.0f")})
 		h.add(figure{Name: "raw_" + kind + "_rows_per_s", Value: median(rawRates), Detail: "rows/s; reps " + spread(rawRates, "%.0f")})
 	}
+}
+
+// streamRows waits until every journaled transaction is in the stream
+// and returns how many there are: what an ingest from the stream's start
+// stores. A run without the sales phase (POSEDGE_BENCH_PHASES) first
+// makes as many sales as it would have left there.
+func (h *harness) streamRows() int {
+	if h.sales == 0 {
+		n := h.sz.Reps * (h.sz.Sales + h.sz.PacedSales)
+		if _, _, err := runConcurrent(n, h.saleOp()); err != nil {
+			h.t.Fatal(err)
+		}
+		h.sales += n
+	}
+	h.waitBacklogEmpty()
+	return h.store.JournalRows("")
 }
 
 // hqCPUProfileEnv names a directory for a CPU profile of each posedge-hq

@@ -12,10 +12,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/sync/hq"
+	"github.com/posedge/posedge/sync/hqdb"
+	"github.com/posedge/posedge/sync/hqdb/postgres"
 )
 
 // How cost grows (issue 26): each hot path at two sizes, in the same run,
@@ -25,7 +28,7 @@ import (
 
 // sizeFigures are the slopes every run prints.
 var sizeFigures = []string{"lookup_1m_vs_100_items", "limiter_1000_vs_10_terminals",
-	"catalog_100k_vs_1k_changes", "sales_journal_large_vs_small", "refunds_journal_large_vs_small", "lookup_vs_http_evalsha_floor"}
+	"catalog_100k_vs_1k_changes", "sales_journal_large_vs_small", "refunds_journal_large_vs_small", "hq_ingest_10m_vs_empty_postgres", "lookup_vs_http_evalsha_floor"}
 
 // sizeSet are the sizes: the full run's and the smoke's.
 type sizeSet struct {
@@ -33,11 +36,12 @@ type sizeSet struct {
 	TermsSmall, TermsLarge     int
 	CatalogSmall, CatalogLarge int
 	JournalAdd                 int // rows the journal is grown by
+	HQRows                     int // rows of other stores in HQ's transactions table at the large size
 }
 
 var (
-	fullSizeSet  = sizeSet{100, 1_000_000, 10, 1000, 1000, 100_000, 2_000_000}
-	smokeSizeSet = sizeSet{100, 2000, 10, 100, 100, 1000, 5000}
+	fullSizeSet  = sizeSet{100, 1_000_000, 10, 1000, 1000, 100_000, 2_000_000, 10_000_000}
+	smokeSizeSet = sizeSet{100, 2000, 10, 100, 100, 1000, 5000, 1000}
 )
 
 func (h *harness) sizeSet() sizeSet {
@@ -48,7 +52,8 @@ func (h *harness) sizeSet() sizeSet {
 }
 
 // slopesEnv names the slopes of the sizes phase a run measures
-// (catalog, terminals, journal, items; comma-separated, all when unset):
+// (hqingest, catalog, terminals, journal, items; comma-separated, all
+// when unset):
 // the catalog's alone takes ~12 minutes. Use it with phasesEnv=sizes.
 const slopesEnv = "POSEDGE_BENCH_SLOPES"
 
@@ -64,6 +69,9 @@ func (h *harness) measureSizes() {
 		name string
 		fn   func(sizeSet)
 	}{
+		// HQ's first: it ingests the run's stream, and the journal's
+		// slope adds rows to the journal that were never sent.
+		{"hqingest", h.measureHQIngestSizes},
 		{"catalog", h.measureCatalogSizes}, {"terminals", h.measureTerminalSizes},
 		{"journal", h.measureJournalSizes}, {"items", h.measureItemSizes},
 	} {
@@ -435,4 +443,66 @@ func (h *harness) growJournal(n int) int {
 		h.t.Fatalf("grow the journal's lines: %v", err)
 	}
 	return int(got)
+}
+
+// measureHQIngestSizes: posedge-hq ingesting the run's stream into an
+// empty PostgreSQL database, then into one whose transactions table
+// already holds HQRows rows of 1,000 other stores (a chain's weeks), each
+// repetition into a fresh copy of it.
+func (h *harness) measureHQIngestSizes(ss sizeSet) {
+	want := h.streamRows()
+	var small, large, sl, ll []float64
+	var big string
+	if h.sz.Slopes {
+		t0 := time.Now()
+		big = h.bigHQDatabase(ss.HQRows)
+		h.notef("sizes: PostgreSQL database with %d transactions of other stores built in %s", ss.HQRows, time.Since(t0).Round(time.Millisecond))
+	}
+	for rep := range h.sz.Reps {
+		dsn := h.pg.NewDatabase(h.t)
+		small, sl = append(small, h.hqIngest(fmt.Sprintf("postgres-empty%d", rep), dsn, want, h.postgresCount(dsn))), append(sl, loadAvg())
+		if big == "" {
+			continue
+		}
+		dsn = h.pg.CopyDatabase(h.t, big)
+		large, ll = append(large, h.hqIngest(fmt.Sprintf("postgres-large%d", rep), dsn, want, h.postgresCount(dsn))), append(ll, loadAvg())
+		if n := h.countRows("postgres", dsn); n != want+ss.HQRows {
+			h.t.Fatalf("HQ's transactions table holds %d rows, want %d of other stores and %d of this run", n, ss.HQRows, want)
+		}
+	}
+	h.slope("hq_ingest_10m_vs_empty_postgres", fmt.Sprintf("posedge-hq ingesting %d replayed transactions from JetStream (first row stored to last) into PostgreSQL", want),
+		small, large, sl, ll, 0, ss.HQRows, "rows/s with other stores' rows in transactions")
+}
+
+// bigHQDatabase makes a PostgreSQL database in posedge-hq's schema whose
+// transactions table holds n rows of 1,000 stores (IDs "X0000"… that no
+// run uses), counted in no stores row, and returns its URL (closed).
+func (h *harness) bigHQDatabase(n int) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	dsn := h.pg.NewDatabase(h.t)
+	st, err := postgres.Open(ctx, dsn, hqdb.StoreOptions{})
+	if err != nil {
+		h.t.Fatalf("create HQ's schema: %v", err)
+	}
+	st.Close()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	// In primary-key order, as each store's rows arrive over weeks.
+	perStore := max(n/1000, 1)
+	if _, err := conn.Exec(ctx, `INSERT INTO transactions (store_id, flow_no, terminal_id, kind, total_cents, created_at, body, received_at, business_date)
+		SELECT 'X' || lpad(((g - 1) / $2)::text, 4, '0'), lpad(g::text, 16, '0'), 'T01', 'sale', 199,
+			now() - interval '7 days', jsonb_build_object('flow_no', lpad(g::text, 16, '0'), 'kind', 'sale', 'total_cents', 199, 'tender', 'cash',
+				'lines', jsonb_build_array(jsonb_build_object('barcode', 'BENCH2', 'qty', 1, 'price_cents', 199))),
+			now() - interval '7 days', '2026-11-29'
+		FROM generate_series(1, $1::bigint) g`, n, perStore); err != nil {
+		h.t.Fatalf("fill HQ's transactions: %v", err)
+	}
+	if _, err := conn.Exec(ctx, `VACUUM ANALYZE transactions`); err != nil {
+		h.t.Fatalf("vacuum HQ's transactions: %v", err)
+	}
+	return dsn
 }

@@ -184,6 +184,22 @@ func (p *Postgres) dbURL(db string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", p.Port, db)
 }
 
+// CopyDatabase creates a database in the cluster as a copy of the one of
+// src (a URL NewDatabase returned; nothing may be connected to it) and
+// returns its URL: a large fixture built once, a fresh copy per use.
+func (p *Postgres) CopyDatabase(t testing.TB, src string) string {
+	t.Helper()
+	from := src[strings.LastIndexByte(src, '/')+1:]
+	if i := strings.IndexByte(from, '?'); i >= 0 {
+		from = from[:i]
+	}
+	name := fmt.Sprintf("test%d_%d", p.dbs.Add(1), time.Now().UnixNano()%1e6)
+	if out, err := p.cmd("createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres", "-T", from, name).CombinedOutput(); err != nil {
+		t.Fatalf("createdb %s from %s: %v\n%s", name, from, err, out)
+	}
+	return p.dbURL(name)
+}
+
 // NewDatabase creates an empty database in the cluster and returns its
 // URL, so that tests sharing one cluster do not see each other's tables.
 func (p *Postgres) NewDatabase(t testing.TB) string {
