@@ -184,7 +184,7 @@ demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) w
 
 # It rewrites the table of docs/performance.md (between its markers) and
 # the whole output into docs/perf/bench-latest.txt from this one run.
-bench: ## every figure of docs/performance.md against its raw baseline, 3 times with the load average, at two sizes, on a whole store on loopback (~8 min; not in CI); rewrites docs/performance.md's table
+bench: ## every figure of docs/performance.md against its raw baseline, 3 times with the load average, at two sizes, on a whole store on loopback (~9 min; not in CI); rewrites docs/performance.md's table
 	POSEDGE_BENCH=full POSEDGE_BENCH_DOC=$(CURDIR)/docs/performance.md POSEDGE_BENCH_OUT=$(CURDIR)/docs/perf/bench-latest.txt \
 		go test -count=1 -timeout 40m -run '^TestFigures$$' -v ./bench/
 
