@@ -140,14 +140,7 @@ func (j *Journal) DeliveryOf(ctx context.Context, flowNo string) (d Delivery, ok
 	if err != nil {
 		return d, false, fmt.Errorf("read delivery of %s: %w", flowNo, err)
 	}
-	if acked.Valid {
-		t := parseTS(acked.String)
-		d.AckedAt = &t
-	}
-	if confirmed.Valid {
-		t := parseTS(confirmed.String)
-		d.ConfirmedAt = &t
-	}
+	d.AckedAt, d.ConfirmedAt = parseNullTS(acked), parseNullTS(confirmed)
 	d.DupAck = dup == 1
 	return d, true, nil
 }

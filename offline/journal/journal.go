@@ -622,3 +622,12 @@ func parseTS(s string) time.Time {
 	t, _ := time.Parse(time.RFC3339Nano, s)
 	return t
 }
+
+// parseNullTS is parseTS of a column that may be NULL: nil then.
+func parseNullTS(s sql.NullString) *time.Time {
+	if !s.Valid {
+		return nil
+	}
+	t := parseTS(s.String)
+	return &t
+}

@@ -49,10 +49,7 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 	if err := j.scan.QueryRowContext(ctx, `SELECT MAX(acked_at) FROM txns WHERE state = 'acked'`).Scan(&acked); err != nil {
 		return s, fmt.Errorf("read the journal's last acknowledgement: %w", err)
 	}
-	if acked.Valid {
-		t := parseTS(acked.String)
-		s.LastAckedAt = &t
-	}
+	s.LastAckedAt = parseNullTS(acked)
 	return s, nil
 }
 
@@ -75,14 +72,8 @@ func (j *Journal) BacklogStats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return s, fmt.Errorf("read journal stats: %w", err)
 	}
-	if oldest.Valid {
-		t := parseTS(oldest.String)
-		s.OldestUnsent = &t
-	}
-	if unconfirmedAck.Valid {
-		t := parseTS(unconfirmedAck.String)
-		s.OldestUnconfirmedAck = &t
-	}
+	s.OldestUnsent = parseNullTS(oldest)
+	s.OldestUnconfirmedAck = parseNullTS(unconfirmedAck)
 	s.MaxFlowNo = maxFlow.String
 	return s, nil
 }
