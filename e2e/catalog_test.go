@@ -144,6 +144,14 @@ func TestCatalogRestoredAfterRedisLoss(t *testing.T) {
 		return item("D1").Status == 404 && item("D2").JSON()["price_cents"] == 330.0
 	})
 
+	// The till read Redis; the journal's copy is written just after it
+	// (then the watch's revision moves): killed between the two, the
+	// journal still held D1 active, the repair below restored it so and
+	// the test read it before the resumed watch applied revision 4 again
+	// (seen once, 2026-12-06). Wait for the journal too.
+	testenv.WaitFor(t, 5*time.Second, "the catalog journaled through revision 4", func() bool {
+		return metric(t, s, "posedge_catalog_revision") >= 4
+	})
 	// The changes were applied long ago, as far as the journal can tell.
 	s.Edge.Kill()
 	old := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339Nano)
