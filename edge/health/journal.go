@@ -23,7 +23,12 @@ func ReadJournal(ctx context.Context, j *journal.Journal, hq HQ) (Journal, HQ) {
 		jf.Error, jf.Damaged = err.Error(), true
 		return jf, hq
 	}
-	st, err := j.Stats(ctx)
+	// The last ack's time costs a read of every acknowledged row; the
+	// running daemon's replayer knows it already (LastSyncAt).
+	st, err := j.BacklogStats(ctx)
+	if err == nil && hq.LastSyncAt == nil {
+		st.LastAckedAt, err = j.LastAckedAt(ctx)
+	}
 	if err != nil {
 		jf.Error = err.Error()
 		return jf, hq

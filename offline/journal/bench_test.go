@@ -88,3 +88,58 @@ func BenchmarkOutboxBatchRead(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStats times the journal's figures on a journal of 20,000 and
+// of 2,000,000 acknowledged rows (a few weeks of a busy store that HQ has
+// confirmed): BacklogStats, which the replayer reads every few seconds
+// and the daemon for each status, must stay flat; Stats adds the last
+// ack's time, a read of every acknowledged row. The figures quoted in
+// docs/performance.md come from
+// go test -run '^$' -bench Stats -benchtime 3x ./offline/journal/
+func BenchmarkStats(b *testing.B) {
+	for _, rows := range []int{20_000, 2_000_000} {
+		j := grownJournal(b, rows)
+		for _, c := range []struct {
+			name string
+			read func(context.Context) (Stats, error)
+		}{
+			{"BacklogStats", j.BacklogStats},
+			{"Stats", j.Stats},
+		} {
+			b.Run(fmt.Sprintf("%s/rows=%d", c.name, rows), func(b *testing.B) {
+				for i := 0; i < b.N; i++ {
+					st, err := c.read(context.Background())
+					if err != nil || st.Rows != int64(rows) {
+						b.Fatalf("%s: %d rows, %v", c.name, st.Rows, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// grownJournal is a journal holding n acknowledged, confirmed sales of
+// an earlier day, inserted in one statement (Append would take minutes
+// for millions).
+func grownJournal(b *testing.B, n int) *Journal {
+	b.Helper()
+	ctx := context.Background()
+	path := filepath.Join(b.TempDir(), "journal.db")
+	j, err := Open(ctx, path, Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	at := ts(time.Now().Add(-48 * time.Hour))
+	// A body of a sale's size (as make bench's grown journal has): the
+	// scans read the pages it fills.
+	body := `{"store_id":"S1","terminal_id":"T01","kind":"sale","total_cents":199,"tender":"cash","lines":[{"barcode":"BENCH2","qty":1,"price_cents":199}]}`
+	if _, err := j.w.ExecContext(ctx, `WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n+1 FROM c WHERE n < ?)
+		INSERT INTO txns (flow_no, seq, terminal_id, idem_key, fingerprint, kind, tender, total_cents, business_day,
+			business_hour, created_at, body, mode, applied, state, journaled_at, acked_at, first_acked_at, confirmed_at)
+		SELECT printf('B%015d', n), n, 'T01', printf('bulk-%d', n), 'fp', 'sale', 'cash', 199, '20260101', '2026010112',
+			?2, ?3, 'normal', 1, 'acked', ?2, ?2, ?2, ?2 FROM c`, n, at, body); err != nil {
+		b.Fatalf("grow the journal to %d rows: %v", n, err)
+	}
+	b.Cleanup(func() { j.Close() })
+	return j
+}
