@@ -39,16 +39,34 @@ var saleBody = []byte(`{"lines":[{"barcode":"BENCH2","qty":1,"price_cents":199}]
 // saleOp returns a durable cash sale through the daemon, one new
 // Idempotency-Key per call.
 func (h *harness) saleOp() func(i int) error {
-	h.keySeq++
-	prefix := fmt.Sprintf("bench-%d-%d-", time.Now().UnixNano()%1e9, h.keySeq)
+	return h.postOp("sale", "/v1/sales", func(int) []byte { return saleBody }, nil)
+}
+
+// postOp returns an op that POSTs body(i) to path as terminal i, one new
+// Idempotency-Key per call, and wants 201; read, when set, takes each
+// answer's body.
+func (h *harness) postOp(what, path string, body func(i int) []byte, read func(i int, resp []byte) error) func(i int) error {
+	prefix := h.keyPrefix("bench-" + what)
 	return func(i int) error {
 		_, key := h.term(i)
-		status, body, err := call(h.http, "POST", h.store.EdgeURL+"/v1/sales", key, saleBody, prefix+strconv.Itoa(i))
-		if err == nil && status != 201 {
-			err = fmt.Errorf("sale: %d %s", status, body)
+		status, resp, err := call(h.http, "POST", h.store.EdgeURL+path, key, body(i), prefix+strconv.Itoa(i))
+		switch {
+		case err != nil:
+			return err
+		case status != 201:
+			return fmt.Errorf("%s: %d %s", what, status, resp)
+		case read != nil:
+			return read(i, resp)
 		}
-		return err
+		return nil
 	}
+}
+
+// keyPrefix is a new Idempotency-Key prefix for one set of requests:
+// what they are, the run and the set.
+func (h *harness) keyPrefix(what string) string {
+	h.keySeq++
+	return fmt.Sprintf("%s-%d-%d-", what, time.Now().UnixNano()%1e9, h.keySeq)
 }
 
 // rawEvalSha is the limiter's decision script alone, as go-redis runs it

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -369,21 +368,16 @@ func (h *harness) measureJournalSizes(ss sizeSet) {
 // salesToRefund makes n sales (not timed) and returns their flow numbers.
 func (h *harness) salesToRefund(n int) []string {
 	flows := make([]string, n)
-	_, _, err := runConcurrent(n, func(i int) error {
-		_, key := h.term(i)
-		status, body, err := call(h.http, "POST", h.store.EdgeURL+"/v1/sales", key, saleBody, fmt.Sprintf("to-refund-%d-%d", time.Now().UnixNano(), i))
-		if err != nil {
-			return err
-		}
+	_, _, err := runConcurrent(n, h.postOp("to-refund", "/v1/sales", func(int) []byte { return saleBody }, func(i int, resp []byte) error {
 		var r struct {
 			FlowNo string `json:"flow_no"`
 		}
-		if status != 201 || json.Unmarshal(body, &r) != nil || r.FlowNo == "" {
-			return fmt.Errorf("sale to refund: %d %s", status, body)
+		if json.Unmarshal(resp, &r) != nil || r.FlowNo == "" {
+			return fmt.Errorf("sale to refund: no flow_no in %s", resp)
 		}
 		flows[i] = r.FlowNo
 		return nil
-	})
+	}))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -393,17 +387,9 @@ func (h *harness) salesToRefund(n int) []string {
 
 // refundOp refunds the one line of flows[i]'s sale (saleBody).
 func (h *harness) refundOp(flows []string) func(i int) error {
-	h.keySeq++
-	prefix := fmt.Sprintf("bench-refund-%d-%d-", time.Now().UnixNano()%1e9, h.keySeq)
-	return func(i int) error {
-		_, key := h.term(i)
-		body := []byte(`{"original_flow_no":"` + flows[i] + `","lines":[{"barcode":"BENCH2","qty":1}],"total_cents":199}`)
-		status, resp, err := call(h.http, "POST", h.store.EdgeURL+"/v1/refunds", key, body, prefix+strconv.Itoa(i))
-		if err == nil && status != 201 {
-			err = fmt.Errorf("refund: %d %s", status, resp)
-		}
-		return err
-	}
+	return h.postOp("refund", "/v1/refunds", func(i int) []byte {
+		return []byte(`{"original_flow_no":"` + flows[i] + `","lines":[{"barcode":"BENCH2","qty":1}],"total_cents":199}`)
+	}, nil)
 }
 
 // growJournal adds n acknowledged, confirmed sale rows of an earlier day

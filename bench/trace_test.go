@@ -151,8 +151,7 @@ func steps(rec []monitored, sales []traced) []saleSteps {
 // MONITOR and returns the steps found, the daemon's mean journal commit
 // over them (ms) and the raw WAIT the harness timed just after.
 func (h *harness) traceSales(n, callers int) ([]saleSteps, float64, float64) {
-	h.keySeq++
-	prefix := fmt.Sprintf("trace-%d-%d-", time.Now().UnixNano()%1e9, h.keySeq)
+	prefix := h.keyPrefix("trace")
 	sales := make([]traced, n)
 	stop := h.monitor()
 	before := h.metrics()
