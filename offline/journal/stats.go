@@ -50,8 +50,8 @@ func (j *Journal) Stats(ctx context.Context) (Stats, error) {
 // LastAckedAt is the time of the latest acknowledgement still on a row
 // (nil when none). No index holds it: SQLite reads every acknowledged row
 // (0.64 s at 2,000,000 rows in BenchmarkStats, ~1 s on make bench's
-// grown journal), so a caller that knows the
-// time another way (the running replayer) does not ask.
+// grown journal), so a caller that knows the time another way (the
+// running replayer) does not ask.
 func (j *Journal) LastAckedAt(ctx context.Context) (*time.Time, error) {
 	var acked sql.NullString
 	if err := j.scan.QueryRowContext(ctx, `SELECT MAX(acked_at) FROM txns WHERE state = 'acked'`).Scan(&acked); err != nil {
