@@ -18,6 +18,13 @@
 -- remaining, ms until a slot of it frees}. The tightest level is the one
 -- with the least remaining; on a tie, the longest time until a slot frees.
 
+-- The windows are not replicated (nor written to the AOF): they protect
+-- the store's Redis and tills for seconds, a promoted replica starting
+-- them empty only lets one window's worth of requests through again, and
+-- replicating three sorted-set updates per request cost each replica
+-- about a third of its CPU per sale (docs/performance.md). Redis >= 5.
+redis.set_repl(redis.REPL_NONE)
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 

@@ -3,6 +3,9 @@ package lua
 import (
 	"context"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/internal/testenv"
 )
@@ -33,5 +36,51 @@ func TestRateLimitScript(t *testing.T) {
 	}
 	if ttl := rdb.PTTL(ctx, keys[2]).Val(); ttl <= 0 {
 		t.Fatalf("PTTL %v, want the window", ttl)
+	}
+}
+
+// The windows stay on the master (redis.set_repl(REPL_NONE)): a replica
+// gets none of the limiter's writes, yet everything else written beside
+// them, and the promotion the script reads, still replicates. A promoted
+// replica starts the windows empty (docs/design.md, "Redis keys").
+func TestRateLimitWindowsStayOnTheMaster(t *testing.T) {
+	rd := testenv.StartRedis(t, testenv.RedisOptions{})
+	master, replica := rd.NodeClient(0), rd.NodeClient(1)
+	ctx := context.Background()
+	keys := []string{"pe:{S}:promo", "pe:{S}:rl:t:T", "pe:{S}:rl:a:T:pay"}
+	if err := master.HSet(ctx, keys[0], "coef_micro", 2000000, "starts_at", 0, "actions", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := MustScript("ratelimit.lua").Run(ctx, master, keys, "m1", 10, 60000, "", 1, 60000, "pay").Int64Slice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0] != 1 || res[2] != 2 {
+		t.Fatalf("hit under a ×2 promotion: %v, want allowed with the pay level's limit 2", res)
+	}
+	// A write after the script, waited for: once the replica has it, it
+	// has every replicated write before it.
+	if err := master.Set(ctx, "pe:{S}:marker", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := master.Wait(ctx, 2, 5*time.Second).Result(); err != nil || n != 2 {
+		t.Fatalf("WAIT 2: %d replicas, %v", n, err)
+	}
+	for _, c := range []struct {
+		name   string
+		client *redis.Client
+		key    string
+		want   int64
+	}{
+		{"master", master, keys[1], 1},
+		{"master", master, keys[2], 1},
+		{"replica", replica, keys[1], 0},
+		{"replica", replica, keys[2], 0},
+		{"replica", replica, keys[0], 1},
+		{"replica", replica, "pe:{S}:marker", 1},
+	} {
+		if n := c.client.Exists(ctx, c.key).Val(); n != c.want {
+			t.Errorf("%s holds %s %d times, want %d", c.name, c.key, n, c.want)
+		}
 	}
 }
