@@ -139,6 +139,14 @@ func benchChain(b *testing.B, cb chainBench) {
 	})
 	took := time.Since(start)
 	b.StopTimer()
+	// Why a run was as fast as it was: what every posedge-hq did beside
+	// storing rows, and PostgreSQL's deadlocks (each one waited
+	// deadlock_timeout before it was found).
+	work := map[string]float64{}
+	for _, m := range []string{"posedge_hq_ingested_total", "posedge_hq_duplicates_total", "posedge_hq_batch_errors_total",
+		"posedge_hq_batch_commit_seconds_sum", "posedge_hq_batch_commit_seconds_count"} {
+		work[m] = c.metricSum(m)
+	}
 	if err := stop(); err != nil {
 		b.Errorf("replay: %v", err)
 	}
@@ -162,6 +170,14 @@ func benchChain(b *testing.B, cb chainBench) {
 	}
 	fmt.Printf("figure %s_land_s %.1f\n", name, took.Seconds())
 	fmt.Printf("figure %s_max_consumer_lag %d\n", name, maxLag)
+	fmt.Printf("figure %s_duplicates %.0f\n", name, work["posedge_hq_duplicates_total"])
+	fmt.Printf("figure %s_batch_errors %.0f\n", name, work["posedge_hq_batch_errors_total"])
+	if n := work["posedge_hq_batch_commit_seconds_count"]; n > 0 {
+		fmt.Printf("figure %s_batches %.0f\n", name, n)
+		fmt.Printf("figure %s_mean_batch_rows %.1f\n", name, work["posedge_hq_ingested_total"]/n)
+		fmt.Printf("figure %s_mean_commit_ms %.2f\n", name, 1000*work["posedge_hq_batch_commit_seconds_sum"]/n)
+	}
+	fmt.Printf("figure %s_pg_deadlocks %d\n", name, c.queryCount("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()"))
 	b.ReportMetric(float64(total)/took.Seconds(), "rows/s")
 	b.ReportMetric(float64(maxLag), "max_lag")
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -179,6 +180,35 @@ func (c *chainHQ) queryCount(query string) int64 {
 		return -1
 	}
 	return n
+}
+
+// metricSum is the sum over every running posedge-hq of the samples of
+// metric name in its /metrics (all label sets); a process that does not
+// answer adds nothing.
+func (c *chainHQ) metricSum(name string) float64 {
+	cl := http.Client{Timeout: 2 * time.Second}
+	var sum float64
+	for _, admin := range c.admins {
+		r, err := cl.Get("http://" + admin + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(body), "\n") {
+			rest, ok := strings.CutPrefix(line, name)
+			if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
+				continue
+			}
+			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum
 }
 
 // streamInfo is POS_TXN's info, asked of the cluster.

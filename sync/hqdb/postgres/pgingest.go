@@ -200,6 +200,7 @@ func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg, fresh bool) ([]hqdb
 	}
 
 	var b pgx.Batch
+	b.Queue(pgLockStores, int32(storeLockClass), storeLockKeys(msgs))
 	stmt := pgIngest
 	if fresh {
 		stmt = pgIngestNew
@@ -248,6 +249,9 @@ func (s *Store) ingest(ctx context.Context, msgs []hqdb.Msg, fresh bool) ([]hqdb
 
 // readIngest reads the results of ingest's pgx batch into out.
 func (s *Store) readIngest(br pgx.BatchResults, msgs []hqdb.Msg, firsts []int, first map[hqdb.TxnKey]int, others []int, out []hqdb.Outcome) error {
+	if _, err := br.Exec(); err != nil {
+		return fmt.Errorf("lock the batch's stores: %w", err)
+	}
 	rows, err := br.Query()
 	if err != nil {
 		return err

@@ -252,6 +252,9 @@ func txnColumnsOf(msgs []hqdb.Msg, which []int) txnColumns {
 }
 
 func (s *Store) insertBatch(ctx context.Context, tx pgx.Tx, msgs []hqdb.Msg) ([]hqdb.Outcome, error) {
+	if err := lockStores(ctx, tx, msgs); err != nil {
+		return nil, err
+	}
 	out := make([]hqdb.Outcome, len(msgs))
 	if err := s.quarantine(ctx, tx, msgs, out); err != nil {
 		return nil, err
