@@ -14,9 +14,10 @@ import (
 	"github.com/posedge/posedge/sync/hqdb"
 )
 
-// The one-round-trip ingest of a batch: one statement inserts the
-// transactions, adds them to day_totals and stores, and tells per
-// transaction whether it was inserted; the batch's manifests, heartbeats
+// The one-round-trip ingest of a batch: after the batch's store locks
+// (storelocks.go), one statement inserts the transactions, adds them to
+// day_totals and stores, and tells per transaction whether it was
+// inserted; the batch's manifests, heartbeats
 // and stock adjustments ride in the same pgx batch, which PostgreSQL runs
 // as one implicit transaction. Whatever needs a decision the statement
 // cannot take — a body stored under the key that is not byte-identical
