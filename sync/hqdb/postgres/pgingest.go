@@ -17,13 +17,13 @@ import (
 // The one-round-trip ingest of a batch: after the batch's store locks
 // (storelocks.go), one statement inserts the transactions, adds them to
 // day_totals and stores, and tells per transaction whether it was
-// inserted; the batch's manifests, heartbeats
-// and stock adjustments ride in the same pgx batch, which PostgreSQL runs
-// as one implicit transaction. Whatever needs a decision the statement
-// cannot take — a body stored under the key that is not byte-identical
-// (a conflict, or a duplicate spelt differently), a day total that would
-// pass int64 — makes it fail and roll back whole, and the batch takes
-// the careful path (insertBatch in an explicit transaction).
+// inserted; the batch's manifests, heartbeats and stock adjustments ride
+// in the same pgx batch, which PostgreSQL runs as one implicit
+// transaction. Whatever needs a decision the statement cannot take — a
+// body stored under the key that is not byte-identical (a conflict, or a
+// duplicate spelt differently), a day total that would pass int64 —
+// makes it fail and roll back whole, and the batch takes the careful
+// path (insertBatch in an explicit transaction).
 
 // pgNeedsCare is the SQLSTATE posedge_batch_needs_care raises.
 const pgNeedsCare = "PE001"
