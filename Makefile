@@ -185,6 +185,7 @@ demo: ## a whole store on loopback (Redis Sentinel, NATS, posedge-hq, posedge) w
 # It rewrites the table of docs/performance.md (between its markers) and
 # the whole output into docs/perf/bench-latest.txt from this one run.
 bench: ## every figure of docs/performance.md against its raw baseline, 3 times with the load average, at two sizes, on a whole store on loopback (~9 min; not in CI); rewrites docs/performance.md's table
+	./scripts/test-deps.sh
 	POSEDGE_BENCH=full POSEDGE_BENCH_DOC=$(CURDIR)/docs/performance.md POSEDGE_BENCH_OUT=$(CURDIR)/docs/perf/bench-latest.txt \
 		go test -count=1 -timeout 40m -run '^TestFigures$$' -v ./bench/
 
@@ -207,6 +208,7 @@ CHAIN_BATCH  ?= 256
 CHAIN_DRAIN  ?= 0
 
 bench-hq: ## HQ at chain scale: CHAIN_STORES stores replay CHAIN_TXNS each to 1, 2, 4 posedge-hq over a 3-node cluster (long)
+	./scripts/test-deps.sh
 	POSEDGE_CHAIN_STORES=$(CHAIN_STORES) POSEDGE_CHAIN_TXNS=$(CHAIN_TXNS) POSEDGE_CHAIN_HQ=$(CHAIN_HQ) POSEDGE_CHAIN_BATCH=$(CHAIN_BATCH) POSEDGE_CHAIN_DRAIN=$(CHAIN_DRAIN) \
 		go test -p 1 -count=1 -run '^$$' -bench '^BenchmarkChainReplay$$' -benchtime 1x -timeout 600m -v ./sync/hq/ | tee bench-hq.log | grep '^figure'
 
