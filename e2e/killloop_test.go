@@ -144,19 +144,7 @@ func metric(t *testing.T, s *testenv.Store, name string) float64 {
 	if r.Status != 200 {
 		t.Fatalf("GET /metrics: %d", r.Status)
 	}
-	var sum float64
-	for _, line := range strings.Split(string(r.Body), "\n") {
-		rest, ok := strings.CutPrefix(line, name)
-		if !ok || (rest != "" && rest[0] != ' ' && rest[0] != '{') {
-			continue
-		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
-		if err == nil {
-			sum += v
-		}
-	}
-	return sum
+	return testenv.SumMetric(string(r.Body), name)
 }
 
 // logCount counts lines of the daemon's log (every run of it) holding s.

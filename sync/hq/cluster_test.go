@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -198,15 +197,7 @@ func (c *chainHQ) metricSum(name string) float64 {
 		if err != nil {
 			continue
 		}
-		for _, line := range strings.Split(string(body), "\n") {
-			rest, ok := strings.CutPrefix(line, name)
-			if !ok || rest == "" || (rest[0] != ' ' && rest[0] != '{') {
-				continue
-			}
-			if v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64); err == nil {
-				sum += v
-			}
-		}
+		sum += testenv.SumMetric(string(body), name)
 	}
 	return sum
 }
