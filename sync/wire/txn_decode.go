@@ -156,6 +156,9 @@ func (r *txnReader) int(dst *int64) bool {
 	if r.i < len(r.b) && r.b[r.i] == '-' {
 		r.i++
 	}
+	if r.i+1 < len(r.b) && r.b[r.i] == '0' && '0' <= r.b[r.i+1] && r.b[r.i+1] <= '9' {
+		return false // a leading zero: no JSON number (strictTxn reads unchecked text)
+	}
 	for r.i < len(r.b) && '0' <= r.b[r.i] && r.b[r.i] <= '9' {
 		r.i++
 	}

@@ -125,13 +125,16 @@ func ParseTxn(body []byte) (t Txn, err error) {
 }
 
 func parseTxn(body []byte) (Txn, error) {
-	var t Txn
-	if err := checkJSONKeys(body, txnFields); err != nil {
-		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
-	}
-	t, err := decodeTxn(body)
-	if err != nil {
-		return t, fmt.Errorf("%w: %v", ErrInvalid, err)
+	t, ok := strictTxn(body)
+	if !ok {
+		// Not the plain form, or refused: the strict check says why.
+		if err := checkJSONKeys(body, txnFields); err != nil {
+			return Txn{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
+		var err error
+		if t, err = decodeTxn(body); err != nil {
+			return t, fmt.Errorf("%w: %v", ErrInvalid, err)
+		}
 	}
 	var missing []string
 	if t.FlowNo == "" {
