@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -130,6 +131,12 @@ func (c *runCommand) Run(ctx context.Context, args []string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("invalid config, nothing started:\n%w", err)
+	}
+	// gc_percent is Go's GOGC for this process; an operator's GOGC in the
+	// environment wins (the runtime read it at start).
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cfg.GCPercent)
+		log.Debug("garbage collector target set from the config", "gc_percent", cfg.GCPercent)
 	}
 	return hq.NewServer(cfg, log, version).Run(ctx)
 }

@@ -131,13 +131,19 @@ type hqProc struct {
 
 func startHQ(t *testing.T, natsURL, dsn, name string) *hqProc {
 	t.Helper()
+	return startHQWith(t, natsURL, dsn, name, "", nil)
+}
+
+// startHQWith is startHQ with more config lines and environment.
+func startHQWith(t *testing.T, natsURL, dsn, name, moreConfig string, env []string) *hqProc {
+	t.Helper()
 	dir := t.TempDir()
 	admin := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	conf := filepath.Join(dir, "hq.yaml")
-	os.WriteFile(conf, []byte(fmt.Sprintf("nats_url: %q\ndatabase: %q\nadmin:\n  listen: %q\nbatch_size: 100\nack_wait: \"3s\"\n",
-		natsURL, dsn, admin)), 0o644)
+	os.WriteFile(conf, []byte(fmt.Sprintf("nats_url: %q\ndatabase: %q\nadmin:\n  listen: %q\nbatch_size: 100\nack_wait: \"3s\"\n%s",
+		natsURL, dsn, admin, moreConfig)), 0o644)
 	p := &hqProc{Proc: &testenv.Proc{Name: name, Args: []string{hqBin, "run", "--config", conf, "--log-format", "json"},
-		Log: filepath.Join(dir, name+".log")}, admin: "http://" + admin}
+		Log: filepath.Join(dir, name+".log"), Env: env}, admin: "http://" + admin}
 	p.Start(t)
 	t.Cleanup(func() {
 		p.Kill()
@@ -191,6 +197,19 @@ func (p *hqProc) ingested(t *testing.T) float64 {
 	}
 	v, _ := strconv.ParseFloat(string(m[1]), 64)
 	return v
+}
+
+// metric is the value of a metric of the process's /metrics (its series
+// summed; 0 when missing).
+func (p *hqProc) metric(t *testing.T, name string) float64 {
+	t.Helper()
+	r, err := http.Get(p.admin + "/metrics")
+	if err != nil {
+		t.Fatalf("%s /metrics: %v", p.Name, err)
+	}
+	defer r.Body.Close()
+	body, _ := io.ReadAll(r.Body)
+	return testenv.SumMetric(string(body), name)
 }
 
 var stores = []string{"S001", "S002", "S003"}
@@ -311,6 +330,31 @@ func TestKillMidBatch(t *testing.T) {
 				t.Errorf("SIGTERM: %v", err)
 			}
 			verify(t, dsn, perStore)
+		})
+	}
+}
+
+// TestGCPercent: posedge-hq runs with gc_percent as Go's GOGC (400 when
+// the key is absent), and an operator's GOGC in the environment wins; seen
+// from outside, in the Go collector's go_gc_gogc_percent of its /metrics.
+func TestGCPercent(t *testing.T) {
+	n := testenv.StartNATS(t)
+	tests := []struct {
+		name, config string
+		env          []string
+		want         float64
+	}{
+		{"default", "", []string{"GOGC="}, 400},
+		{"from the config", "gc_percent: 250\n", []string{"GOGC="}, 250},
+		{"the environment wins", "gc_percent: 250\n", []string{"GOGC=150"}, 150},
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dsn := "sqlite://" + filepath.Join(t.TempDir(), "hq.db")
+			p := startHQWith(t, n.URL(), dsn, fmt.Sprintf("hq-gc%d", i), tc.config, tc.env)
+			if got := p.metric(t, "go_gc_gogc_percent"); got != tc.want {
+				t.Fatalf("go_gc_gogc_percent = %v, want %v", got, tc.want)
+			}
 		})
 	}
 }

@@ -46,6 +46,15 @@ const (
 	minStreamMaxMsgsPerSubject     = 100
 	DefaultCatalogBucket           = wire.DefaultCatalogBucket // the store follows the same bucket
 	maxBatchSize                   = 10000
+	// DefaultGCPercent is gc_percent: Go's GOGC for posedge-hq. Go's
+	// own 100 spent a fifth of posedge-hq's CPU a row collecting
+	// garbage while it ingested (docs/performance.md, "posedge-hq's
+	// garbage collector"); an HQ host has the memory to collect less
+	// often. The store's daemon keeps Go's default: it lives on a
+	// router's RAM.
+	DefaultGCPercent = 400
+	minGCPercent     = 25
+	maxGCPercent     = 10000
 )
 
 // ErrNoConfig means the config file does not exist (as opposed to
@@ -79,6 +88,10 @@ type Config struct {
 	// transaction; a message above it is quarantined (docs/hq-sync.md).
 	// It is also the largest price the catalog accepts.
 	MaxSaleCents int64
+
+	// GCPercent is the garbage collector's target (Go's GOGC) posedge-hq
+	// runs with, unless the GOGC environment variable is set: that wins.
+	GCPercent int
 }
 
 // TLSConfig is the optional TLS setup of the NATS connection.
@@ -113,6 +126,7 @@ func DefaultConfig() Config {
 		AckWait:                 DefaultAckWait,
 		CatalogBucket:           DefaultCatalogBucket,
 		MaxSaleCents:            cents.DefaultMaxSaleCents,
+		GCPercent:               DefaultGCPercent,
 	}
 }
 
@@ -145,6 +159,7 @@ type fileConfig struct {
 	CatalogBucket *string `yaml:"catalog_bucket"`
 
 	MaxSaleCents *string `yaml:"max_sale_cents"`
+	GCPercent    *string `yaml:"gc_percent"`
 }
 
 type fileTLSConfig struct {
@@ -232,6 +247,17 @@ func ParseConfig(file string, data []byte) (Config, error) {
 			v.add("batch_size", *fc.BatchSize, fmt.Errorf("must be between 1 and %d", maxBatchSize))
 		default:
 			c.BatchSize = n
+		}
+	}
+	if fc.GCPercent != nil {
+		n, err := strconv.Atoi(strings.TrimSpace(*fc.GCPercent))
+		switch {
+		case err != nil:
+			v.add("gc_percent", *fc.GCPercent, errors.New("not a whole number"))
+		case n < minGCPercent || n > maxGCPercent:
+			v.add("gc_percent", *fc.GCPercent, fmt.Errorf("must be between %d and %d", minGCPercent, maxGCPercent))
+		default:
+			c.GCPercent = n
 		}
 	}
 	if fc.MaxSaleCents != nil {

@@ -52,10 +52,14 @@ batch_size: 500
 silent_after: "15m"
 ack_wait: "45s"
 max_sale_cents: 1000000000000000
+gc_percent: 800
 `), 0o644)
 	c, err := hq.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.GCPercent != 800 {
+		t.Fatalf("gc_percent = %d, want 800", c.GCPercent)
 	}
 	if c.MaxSaleCents != 1_000_000_000_000_000 {
 		t.Fatalf("max_sale_cents = %d, want the largest allowed", c.MaxSaleCents)
@@ -105,6 +109,9 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"max sale zero", base + "max_sale_cents: 0\n", []string{"max_sale_cents", "between 1 and 1000000000000000"}},
 		{"max sale above the bound", base + "max_sale_cents: 1000000000000001\n", []string{"max_sale_cents", "between 1 and"}},
 		{"max sale not a number", base + "max_sale_cents: 1e9\n", []string{"max_sale_cents", "not a whole number"}},
+		{"gc percent off", base + "gc_percent: off\n", []string{"gc_percent", "not a whole number"}},
+		{"gc percent below collecting at all", base + "gc_percent: 10\n", []string{"gc_percent", "between 25 and 10000"}},
+		{"gc percent above the bound", base + "gc_percent: 20000\n", []string{"gc_percent", "between 25 and 10000"}},
 		// Issue 22 finding 9, as posedge's check-config: a control
 		// character in any value, named by key, the value not quoted.
 		{"newline in the database path", base + "database: \"sqlite:///tmp/hq\\nExecStartPre=/bin/sh.db\"\n",
