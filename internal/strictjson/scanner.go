@@ -312,7 +312,7 @@ func (f *Fields) otherCase(k []byte, ascii bool) (string, bool) {
 			continue
 		}
 		if ascii && isASCII(n) {
-			if asciiEqualFold(n, k) {
+			if EqualFoldASCII(n, k) {
 				return n, true
 			}
 		} else if strings.EqualFold(n, string(k)) {
@@ -331,7 +331,9 @@ func isASCII(s string) bool {
 	return true
 }
 
-func asciiEqualFold(a string, b []byte) bool {
+// EqualFoldASCII reports whether a and b are equal but for the case of
+// ASCII letters (for ASCII text, Unicode's simple folding says the same).
+func EqualFoldASCII(a string, b []byte) bool {
 	if len(a) != len(b) {
 		return false
 	}

@@ -35,27 +35,8 @@ func fastTxn(body []byte) (Txn, bool) {
 	r := txnReader{b: body}
 	var t Txn
 	ok := r.object(func(key []byte) bool {
-		switch string(key) {
-		case "flow_no":
-			return r.str(&t.FlowNo)
-		case "store_id":
-			return r.str(&t.StoreID)
-		case "terminal_id":
-			return r.str(&t.TerminalID)
-		case "kind":
-			return r.str(&t.Kind)
-		case "total_cents":
-			return r.int(&t.TotalCents)
-		case "tender":
-			return r.str(&t.Tender)
-		case "created_at":
-			return r.str(&t.CreatedAt)
-		case "occurred_at":
-			return r.str(&t.OccurredAt)
-		case "original_flow_no":
-			return r.str(&t.OriginalFlowNo)
-		case "lines":
-			return r.lines(&t.Lines)
+		if ok, known := r.txnField(&t, key, false); known {
+			return ok
 		}
 		return r.skip()
 	})
@@ -64,6 +45,48 @@ func fastTxn(body []byte) (Txn, bool) {
 	}
 	r.space()
 	return t, r.i == len(r.b)
+}
+
+// txnField reads the value of key into its field of t, the lines as
+// strictTxn does when strict; known is false when key names no field of
+// Txn (nothing read).
+func (r *txnReader) txnField(t *Txn, key []byte, strict bool) (ok, known bool) {
+	switch string(key) {
+	case "flow_no":
+		return r.str(&t.FlowNo), true
+	case "store_id":
+		return r.str(&t.StoreID), true
+	case "terminal_id":
+		return r.str(&t.TerminalID), true
+	case "kind":
+		return r.str(&t.Kind), true
+	case "total_cents":
+		return r.int(&t.TotalCents), true
+	case "tender":
+		return r.str(&t.Tender), true
+	case "created_at":
+		return r.str(&t.CreatedAt), true
+	case "occurred_at":
+		return r.str(&t.OccurredAt), true
+	case "original_flow_no":
+		return r.str(&t.OriginalFlowNo), true
+	case "lines":
+		return r.lineArray(&t.Lines, strict), true
+	}
+	return false, false
+}
+
+// lineField is txnField for a Line.
+func (r *txnReader) lineField(l *Line, key []byte) (ok, known bool) {
+	switch string(key) {
+	case "barcode":
+		return r.str(&l.Barcode), true
+	case "qty":
+		return r.int(&l.Qty), true
+	case "price_cents":
+		return r.int(&l.PriceCents), true
+	}
+	return false, false
 }
 
 func (r *txnReader) space() {
@@ -173,7 +196,18 @@ func (r *txnReader) int(dst *int64) bool {
 	return true
 }
 
-func (r *txnReader) lines(dst *[]Line) bool {
+// line reads one line object, stepping over keys Line does not decode.
+func (r *txnReader) line(l *Line) bool {
+	return r.object(func(key []byte) bool {
+		if ok, known := r.lineField(l, key); known {
+			return ok
+		}
+		return r.skip()
+	})
+}
+
+// lineArray reads an array of lines, each as strictTxn does when strict.
+func (r *txnReader) lineArray(dst *[]Line, strict bool) bool {
 	if r.peek() != '[' {
 		return false
 	}
@@ -186,17 +220,12 @@ func (r *txnReader) lines(dst *[]Line) bool {
 	}
 	for {
 		var l Line
-		ok := r.object(func(key []byte) bool {
-			switch string(key) {
-			case "barcode":
-				return r.str(&l.Barcode)
-			case "qty":
-				return r.int(&l.Qty)
-			case "price_cents":
-				return r.int(&l.PriceCents)
-			}
-			return r.skip()
-		})
+		ok := false
+		if strict {
+			ok = r.strictLine(&l)
+		} else {
+			ok = r.line(&l)
+		}
 		if !ok {
 			return false
 		}

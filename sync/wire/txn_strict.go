@@ -1,10 +1,12 @@
 package wire
 
+import "github.com/posedge/posedge/internal/strictjson"
+
 // This file is the one-pass reading of a transaction body: the strict key
 // rules of checkJSONKeys and the decoding of decodeTxn together, for the
 // bodies posedge writes. HQ runs it on every message and the replayer on
-// every row it sends; two passes were a quarter of posedge-hq's CPU a row
-// (docs/performance.md, "One pass over a body").
+// every row it sends; decoding in two scans was a quarter of posedge-hq's
+// CPU (docs/performance.md, "posedge-hq: one pass over a body").
 
 // strictTxn reads body as checkJSONKeys then decodeTxn would, in one pass:
 // ok means both would accept it and decodeTxn would give t. It takes only
@@ -17,43 +19,17 @@ package wire
 func strictTxn(body []byte) (Txn, bool) {
 	r := txnReader{b: body}
 	var t Txn
-	var seen uint16
-	var others keySet
+	keys := strictKeys{names: txnFields.Names}
 	ok := r.object(func(key []byte) bool {
-		bit := fieldBit(key, txnFields.Names)
-		if bit == 0 {
-			return others.addOther(key, txnFields.Names) && r.scalar()
+		field, ok := keys.take(key)
+		if !ok || !field {
+			return ok && r.scalar()
 		}
-		if seen&bit != 0 {
-			return false
-		}
-		seen |= bit
-		switch string(key) {
-		case "flow_no":
-			return r.str(&t.FlowNo)
-		case "store_id":
-			return r.str(&t.StoreID)
-		case "terminal_id":
-			return r.str(&t.TerminalID)
-		case "kind":
-			return r.str(&t.Kind)
-		case "total_cents":
-			return r.int(&t.TotalCents)
-		case "tender":
-			return r.str(&t.Tender)
-		case "created_at":
-			return r.str(&t.CreatedAt)
-		case "occurred_at":
-			return r.str(&t.OccurredAt)
-		case "original_flow_no":
-			return r.str(&t.OriginalFlowNo)
-		case "lines":
-			return r.strictLines(&t.Lines)
-		}
-		return false
+		ok, _ = r.txnField(&t, key, true)
+		return ok
 	})
-	// total_cents is one of txnFields.Numbers: it must be there.
-	if !ok || seen&fieldBit([]byte("total_cents"), txnFields.Names) == 0 {
+	// total_cents is txnFields' one Number: it must be there.
+	if !ok || !keys.saw("total_cents") {
 		return Txn{}, false
 	}
 	r.space()
@@ -63,59 +39,47 @@ func strictTxn(body []byte) (Txn, bool) {
 	return t, true
 }
 
-// strictLines reads the lines array as strictTxn reads the body: every
-// line an object with each field at most once, qty and price_cents (the
-// Numbers of lineFields) present as plain integers.
-func (r *txnReader) strictLines(dst *[]Line) bool {
-	if r.peek() != '[' {
-		return false
-	}
-	r.i++
-	lines := []Line{}
-	if r.peek() == ']' {
-		r.i++
-		*dst = lines
-		return true
-	}
-	numbers := fieldBit([]byte("qty"), lineFields.Names) | fieldBit([]byte("price_cents"), lineFields.Names)
-	for {
-		var l Line
-		var seen uint16
-		var others keySet
-		ok := r.object(func(key []byte) bool {
-			bit := fieldBit(key, lineFields.Names)
-			if bit == 0 {
-				return others.addOther(key, lineFields.Names) && r.scalar()
-			}
-			if seen&bit != 0 {
-				return false
-			}
-			seen |= bit
-			switch string(key) {
-			case "barcode":
-				return r.str(&l.Barcode)
-			case "qty":
-				return r.int(&l.Qty)
-			case "price_cents":
-				return r.int(&l.PriceCents)
-			}
-			return false
-		})
-		if !ok || seen&numbers != numbers {
-			return false
+// strictLine reads one line object as strictTxn reads the body: qty and
+// price_cents, lineFields' Numbers, must be there.
+func (r *txnReader) strictLine(l *Line) bool {
+	keys := strictKeys{names: lineFields.Names}
+	ok := r.object(func(key []byte) bool {
+		field, ok := keys.take(key)
+		if !ok || !field {
+			return ok && r.scalar()
 		}
-		lines = append(lines, l)
-		switch r.peek() {
-		case ',':
-			r.i++
-		case ']':
-			r.i++
-			*dst = lines
-			return true
-		default:
-			return false
-		}
+		ok, _ = r.lineField(l, key)
+		return ok
+	})
+	return ok && keys.saw("qty") && keys.saw("price_cents")
+}
+
+// strictKeys are the keys met in one object: its fields (names, at most
+// 16) by bit, and the others.
+type strictKeys struct {
+	names  []string
+	seen   uint16
+	others keySet
+}
+
+// take says whether key is one of the fields (field) and whether the one
+// pass may go on (ok): a field met for the first time, or another key
+// that keySet.addOther takes.
+func (k *strictKeys) take(key []byte) (field, ok bool) {
+	bit := fieldBit(key, k.names)
+	if bit == 0 {
+		return false, k.others.addOther(key, k.names)
 	}
+	if k.seen&bit != 0 {
+		return true, false
+	}
+	k.seen |= bit
+	return true, true
+}
+
+// saw says whether the field name was met.
+func (k *strictKeys) saw(name string) bool {
+	return k.seen&fieldBit([]byte(name), k.names) != 0
 }
 
 // fieldBit is key's bit among names (at most 16), 0 when key is none of
@@ -147,12 +111,12 @@ func (s *keySet) addOther(key []byte, names []string) bool {
 		}
 	}
 	for _, n := range names {
-		if asciiEqualFold(key, n) {
+		if strictjson.EqualFoldASCII(n, key) {
 			return false
 		}
 	}
 	for _, k := range s.keys[:s.n] {
-		if asciiEqualFold(key, string(k)) {
+		if strictjson.EqualFoldASCII(string(k), key) {
 			return false
 		}
 	}
@@ -161,25 +125,6 @@ func (s *keySet) addOther(key []byte, names []string) bool {
 	}
 	s.keys[s.n] = key
 	s.n++
-	return true
-}
-
-func asciiEqualFold(a []byte, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		x, y := a[i], b[i]
-		if 'A' <= x && x <= 'Z' {
-			x += 'a' - 'A'
-		}
-		if 'A' <= y && y <= 'Z' {
-			y += 'a' - 'A'
-		}
-		if x != y {
-			return false
-		}
-	}
 	return true
 }
 
