@@ -28,8 +28,8 @@ func strictTxn(body []byte) (Txn, bool) {
 		ok, _ = r.txnField(&t, key, true)
 		return ok
 	})
-	// total_cents is txnFields' one Number: it must be there.
-	if !ok || !keys.saw("total_cents") {
+	// Money must be there, as the strict check requires.
+	if !ok || !keys.sawAll(txnFields.Numbers) {
 		return Txn{}, false
 	}
 	r.space()
@@ -39,8 +39,8 @@ func strictTxn(body []byte) (Txn, bool) {
 	return t, true
 }
 
-// strictLine reads one line object as strictTxn reads the body: qty and
-// price_cents, lineFields' Numbers, must be there.
+// strictLine reads one line object as strictTxn reads the body: its
+// quantity and price (lineFields' Numbers) must be there.
 func (r *txnReader) strictLine(l *Line) bool {
 	keys := strictKeys{names: lineFields.Names}
 	ok := r.object(func(key []byte) bool {
@@ -51,7 +51,7 @@ func (r *txnReader) strictLine(l *Line) bool {
 		ok, _ = r.lineField(l, key)
 		return ok
 	})
-	return ok && keys.saw("qty") && keys.saw("price_cents")
+	return ok && keys.sawAll(lineFields.Numbers)
 }
 
 // strictKeys are the keys met in one object: its fields (names, at most
@@ -77,9 +77,14 @@ func (k *strictKeys) take(key []byte) (field, ok bool) {
 	return true, true
 }
 
-// saw says whether the field name was met.
-func (k *strictKeys) saw(name string) bool {
-	return k.seen&fieldBit([]byte(name), k.names) != 0
+// sawAll says whether every field of names was met.
+func (k *strictKeys) sawAll(names []string) bool {
+	for _, n := range names {
+		if k.seen&fieldBit([]byte(n), k.names) == 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // fieldBit is key's bit among names (at most 16), 0 when key is none of

@@ -111,3 +111,49 @@ func TestStrictTxnForm(t *testing.T) {
 		})
 	}
 }
+
+// Every Numbers field of the body and of a line is required by the strict
+// check; the one pass must leave a body without one of them to the two
+// passes, which refuse it. Derived from the field lists, so a Number added
+// there is covered here too.
+func TestStrictTxnNeedsEveryNumber(t *testing.T) {
+	sale := func() map[string]any {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(strictSeeds[0]), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	cases := map[string]map[string]any{}
+	for _, n := range txnFields.Numbers {
+		m := sale()
+		delete(m, n)
+		cases["the body without "+n] = m
+	}
+	for _, n := range lineFields.Numbers {
+		m := sale()
+		delete(m["lines"].([]any)[0].(map[string]any), n)
+		cases["a line without "+n] = m
+	}
+	for name, m := range cases {
+		t.Run(name, func(t *testing.T) {
+			body, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := strictTxn(body); ok {
+				t.Fatalf("one pass took %s", body)
+			}
+			if _, err := ParseTxn(body); err == nil {
+				t.Fatalf("ParseTxn took %s", body)
+			}
+		})
+	}
+	whole, err := json.Marshal(sale())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := strictTxn(whole); !ok {
+		t.Fatalf("one pass left posedge's sale as re-encoded here: %s", whole)
+	}
+}
