@@ -25,7 +25,7 @@ func strictTxn(body []byte) (Txn, bool) {
 		if !ok || !field {
 			return ok && r.scalar()
 		}
-		ok, _ = r.txnField(&t, key, true)
+		ok, _ = r.txnField(&t, key)
 		return ok
 	})
 	// Money must be there, as the strict check requires.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/json"
 	"github.com/posedge/posedge/internal/parseguard"
 
 	"errors"
@@ -159,6 +160,18 @@ func parseTxn(body []byte) (Txn, error) {
 		return t, fmt.Errorf("%w: bad or missing %s", ErrInvalid, strings.Join(missing, ", "))
 	}
 	return t, nil
+}
+
+// decodeTxn decodes a body that checkJSONKeys accepted (valid JSON, no key
+// twice, no field name in another case) into a Txn. It serves the bodies
+// the one pass (strictTxn) leaves — escapes, nested values under other
+// keys, non-ASCII keys — which posedge does not write, so reflection's
+// cost does not matter here and json.Unmarshal's rules stay the only
+// ones.
+func decodeTxn(body []byte) (Txn, error) {
+	var t Txn
+	err := json.Unmarshal(body, &t)
+	return t, err
 }
 
 // HaveRequest asks HQ which of the listed flow numbers it holds.

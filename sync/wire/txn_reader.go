@@ -1,56 +1,21 @@
 package wire
 
 import (
-	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 )
 
-// decodeTxn decodes a body that checkJSONKeys accepted (valid JSON, no key
-// twice, no field name in another case) as json.Unmarshal would into a
-// Txn, without reflection, for the bodies posedge writes: an object
-// whose strings need no unescaping and whose numbers are plain integers.
-// Anything else — an escape, invalid UTF-8, null, a fraction, a value
-// of another type, an integer out of range — is left to json.Unmarshal,
-// so its rules stay the only ones (FuzzDecodeTxnAgreesWithUnmarshal
-// holds the two together). At HQ this is the second pass over every
-// message, and reflection was most of it.
-func decodeTxn(body []byte) (Txn, error) {
-	if t, ok := fastTxn(body); ok {
-		return t, nil
-	}
-	var t Txn
-	err := json.Unmarshal(body, &t)
-	return t, err
-}
-
-// txnReader walks a valid JSON text; each method reports false when the
-// value is not of the plain form it reads, and the caller falls back.
+// txnReader reads a body in the plain form strictTxn takes. It does not
+// assume valid JSON: each method reports false when the text is not of
+// the plain form it reads, and the body goes the two passes instead.
 type txnReader struct {
 	b []byte
 	i int
 }
 
-func fastTxn(body []byte) (Txn, bool) {
-	r := txnReader{b: body}
-	var t Txn
-	ok := r.object(func(key []byte) bool {
-		if ok, known := r.txnField(&t, key, false); known {
-			return ok
-		}
-		return r.skip()
-	})
-	if !ok {
-		return Txn{}, false
-	}
-	r.space()
-	return t, r.i == len(r.b)
-}
-
-// txnField reads the value of key into its field of t, the lines as
-// strictTxn does when strict; known is false when key names no field of
-// Txn (nothing read).
-func (r *txnReader) txnField(t *Txn, key []byte, strict bool) (ok, known bool) {
+// txnField reads the value of key into its field of t; known is false
+// when key names no field of Txn (nothing read).
+func (r *txnReader) txnField(t *Txn, key []byte) (ok, known bool) {
 	switch string(key) {
 	case "flow_no":
 		return r.str(&t.FlowNo), true
@@ -71,7 +36,7 @@ func (r *txnReader) txnField(t *Txn, key []byte, strict bool) (ok, known bool) {
 	case "original_flow_no":
 		return r.str(&t.OriginalFlowNo), true
 	case "lines":
-		return r.lineArray(&t.Lines, strict), true
+		return r.lineArray(&t.Lines), true
 	}
 	return false, false
 }
@@ -196,18 +161,8 @@ func (r *txnReader) int(dst *int64) bool {
 	return true
 }
 
-// line reads one line object, stepping over keys Line does not decode.
-func (r *txnReader) line(l *Line) bool {
-	return r.object(func(key []byte) bool {
-		if ok, known := r.lineField(l, key); known {
-			return ok
-		}
-		return r.skip()
-	})
-}
-
-// lineArray reads an array of lines, each as strictTxn does when strict.
-func (r *txnReader) lineArray(dst *[]Line, strict bool) bool {
+// lineArray reads an array of lines, each with strictLine.
+func (r *txnReader) lineArray(dst *[]Line) bool {
 	if r.peek() != '[' {
 		return false
 	}
@@ -220,13 +175,7 @@ func (r *txnReader) lineArray(dst *[]Line, strict bool) bool {
 	}
 	for {
 		var l Line
-		ok := false
-		if strict {
-			ok = r.strictLine(&l)
-		} else {
-			ok = r.line(&l)
-		}
-		if !ok {
+		if !r.strictLine(&l) {
 			return false
 		}
 		lines = append(lines, l)
@@ -241,54 +190,4 @@ func (r *txnReader) lineArray(dst *[]Line, strict bool) bool {
 			return false
 		}
 	}
-}
-
-// skip steps over a value of a key Txn does not decode; the text is
-// valid JSON (checkJSONKeys said so), so only strings and nesting matter.
-func (r *txnReader) skip() bool {
-	r.space()
-	if r.i >= len(r.b) {
-		return false
-	}
-	switch r.b[r.i] {
-	case '"':
-		r.skipString()
-	case '{', '[':
-		depth := 0
-		for r.i < len(r.b) {
-			switch r.b[r.i] {
-			case '"':
-				r.skipString()
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			}
-			r.i++
-			if depth == 0 {
-				break
-			}
-		}
-	default: // a number or a literal
-		for r.i < len(r.b) {
-			switch r.b[r.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return true
-			}
-			r.i++
-		}
-	}
-	return r.i <= len(r.b)
-}
-
-func (r *txnReader) skipString() {
-	r.i++
-	for r.i < len(r.b) && r.b[r.i] != '"' {
-		if r.b[r.i] == '\\' {
-			r.i++
-		}
-		r.i++
-	}
-	r.i++
 }
