@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/posedge/posedge/edge/ledger"
+	"github.com/posedge/posedge/internal/testenv"
 	"github.com/posedge/posedge/offline/journal"
 )
 
@@ -263,5 +264,61 @@ func TestCancelledRequestKeepsNormalMode(t *testing.T) {
 	}
 	if jt := e.journaled("T01", "c1"); jt != nil {
 		t.Fatalf("a cancelled sale was journaled: %+v", jt)
+	}
+}
+
+// The start-up scan for sales a crash left in Redis only reads the
+// idempotency records by the page: its round trips grow with the pages,
+// not with the records. It was one HGETALL a record, and a store's
+// records of the last two days (the kill loop's 30,000) held a restarted
+// daemon in degraded mode for tens of seconds. The orphan among them is
+// still found and journaled, the completed records left as they were.
+func TestRecoverOrphansReadsRecordsByThePage(t *testing.T) {
+	const records = 3000
+	e := newEnv(t, journal.Options{})
+	e.putItem("A", 150, 100000)
+	own := e.jPath
+	e.jPath = filepath.Join(t.TempDir(), "lost.db") // the crashed daemon's journal, lost
+	e.restart(journal.Options{})
+	e.mustSale("T01", "lost", sale1("A", 1, 150))
+	e.waitCompleted("T01:lost")
+	names, err := e.rdb.Keys(e.ctx, "*idem:T01:lost").Result()
+	if err != nil || len(names) != 1 {
+		t.Fatalf("record: %v %v", names, err)
+	}
+	rec, err := e.rdb.HGetAll(e.ctx, names[0]).Result()
+	if err != nil || rec["state"] != "COMPLETED" {
+		t.Fatalf("record %v: %v", rec, err)
+	}
+	// Completed sales of another terminal: copies of this record.
+	prefix := strings.TrimSuffix(names[0], "T01:lost")
+	pipe := e.rdb.Pipeline()
+	for i := range records {
+		pipe.HSet(e.ctx, fmt.Sprintf("%sT02:done%d", prefix, i), rec)
+	}
+	if _, err := pipe.Exec(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(e.ctx, names[0], "state", "PROCESSING", "owner", "crashed", "at", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	e.jPath = own
+	e.restart(journal.Options{})
+	var rt testenv.RoundTrips
+	e.rdb.AddHook(&rt)
+	found, err := e.l.RecoverOrphans(e.ctx)
+	if err != nil || found != 1 {
+		t.Fatalf("recovered %d sales (%v), want the one orphan", found, err)
+	}
+	if jt := e.journaled("T01", "lost"); jt == nil || jt.Mode != journal.ModeRecovered {
+		t.Fatalf("journal row of the sale left in Redis: %+v", jt)
+	}
+	// About seven pages of 500 (a SCAN and a pipeline each), then the
+	// orphan's own reads and writes.
+	if trips := rt.N(); trips > records/50 {
+		t.Fatalf("%d round trips to scan %d records, want at most %d", trips, records, records/50)
+	}
+	if st, err := e.rdb.HGet(e.ctx, prefix+"T02:done7", "state").Result(); err != nil || st != "COMPLETED" {
+		t.Fatalf("a completed record after the scan: %q %v", st, err)
 	}
 }
