@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -33,6 +34,7 @@ type env struct {
 	// (newProxiedEnv): real link faults, the test reading Redis directly.
 	proxy *testenv.FaultProxy
 	now   func() time.Time // the ledger's clock; nil = time.Now
+	node  int              // the ledger's node_id
 }
 
 func newEnv(t testing.TB, o journal.Options) *env {
@@ -60,6 +62,16 @@ func newProxiedEnv(t testing.TB, o journal.Options) *env {
 	return e
 }
 
+// peer opens a second daemon on the same Redis, as node_id node, with a
+// journal of its own; its Redis link is direct (no proxy).
+func (e *env) peer(node int) *env {
+	e.t.Helper()
+	p := &env{t: e.t, ctx: e.ctx, redis: e.redis, rdb: e.redis.NodeClient(0), node: node,
+		jPath: filepath.Join(e.t.TempDir(), fmt.Sprintf("journal-node%d.db", node))}
+	p.open()
+	return p
+}
+
 // open opens the journal and a ledger on it: a daemon starting.
 func (e *env) open() {
 	e.t.Helper()
@@ -70,7 +82,7 @@ func (e *env) open() {
 	}
 	j := e.j
 	e.t.Cleanup(func() { j.Close() })
-	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", RedisTimeout: time.Second, Now: e.now}, e.rdb, e.j,
+	e.l, err = ledger.New(e.ctx, ledger.Config{StoreID: "S1", NodeID: e.node, RedisTimeout: time.Second, Now: e.now}, e.rdb, e.j,
 		slog.New(slog.NewTextHandler(io.Discard, nil)), prometheus.NewRegistry())
 	if err != nil {
 		e.t.Fatal(err)

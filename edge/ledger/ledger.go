@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -54,7 +53,7 @@ type Ledger struct {
 	j       *journal.Journal
 	log     *slog.Logger
 	k       redisdb.Keys
-	owner   string // this daemon instance: tells its own in-flight records from a crashed one's
+	owner   string // this daemon instance (instanceOwner): tells its own in-flight records from a crashed one's
 	now     func() time.Time
 	metrics *metrics
 	packer  *resultPacker // the result kept in idempotency records
@@ -157,10 +156,8 @@ func New(ctx context.Context, cfg Config, rdb redis.UniversalClient, j *journal.
 	if cfg.IdemTTL < 24*time.Hour {
 		cfg.IdemTTL = 48 * time.Hour
 	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
 	l := &Ledger{cfg: cfg, rdb: rdb, j: j, log: log, k: redisdb.NewKeys(cfg.StoreID), packer: newResultPacker(),
-		owner: hex.EncodeToString(b[:]), now: cfg.Now, metrics: newMetrics(reg), inflight: map[string]bool{}}
+		owner: instanceOwner(cfg.NodeID), now: cfg.Now, metrics: newMetrics(reg), inflight: map[string]bool{}}
 	floor, err := j.MaxSeq(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)

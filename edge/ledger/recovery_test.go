@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -273,6 +274,7 @@ func TestCancelledRequestKeepsNormalMode(t *testing.T) {
 // records of the last two days (the kill loop's 30,000) held a restarted
 // daemon in degraded mode for tens of seconds. The orphan among them is
 // still found and journaled, the completed records left as they were.
+// The reconciliation's Unjournaled reads by the same pages.
 func TestRecoverOrphansReadsRecordsByThePage(t *testing.T) {
 	const records = 3000
 	e := newEnv(t, journal.Options{})
@@ -306,6 +308,16 @@ func TestRecoverOrphansReadsRecordsByThePage(t *testing.T) {
 	e.restart(journal.Options{})
 	var rt testenv.RoundTrips
 	e.rdb.AddHook(&rt)
+	// The reconciliation's look for sales Redis holds and the journal
+	// lacks takes the same pages, and finds the one.
+	pend, err := e.l.Unjournaled(e.ctx)
+	if err != nil || len(pend) != 1 || len(pend[0].Barcodes) != 1 || pend[0].Barcodes[0] != "A" {
+		t.Fatalf("unjournaled %+v (%v), want the one orphan's sale of A", pend, err)
+	}
+	if trips := rt.N(); trips > records/50 {
+		t.Fatalf("%d round trips to find the unjournaled among %d records, want at most %d", trips, records, records/50)
+	}
+	rt.Reset()
 	found, err := e.l.RecoverOrphans(e.ctx)
 	if err != nil || found != 1 {
 		t.Fatalf("recovered %d sales (%v), want the one orphan", found, err)
@@ -320,5 +332,91 @@ func TestRecoverOrphansReadsRecordsByThePage(t *testing.T) {
 	}
 	if st, err := e.rdb.HGet(e.ctx, prefix+"T02:done7", "state").Result(); err != nil || st != "COMPLETED" {
 		t.Fatalf("a completed record after the scan: %q %v", st, err)
+	}
+}
+
+// Two daemons share a store's Redis (node_id 0 and 1, each its own
+// journal). When one starts, its scan for the sales a crash left in Redis
+// only must leave the other's sale in flight alone: that daemon journals
+// it an instant later, and a second journal row (here "recovered") would
+// reach HQ from both. The records of dead processes are still taken:
+// this node's own at once (it is the only process of its node), another
+// node's once older than a script can be in flight, and those of owners
+// named before owners carried their node as before.
+func TestRecoverOrphansLeavesAPeersSaleInFlight(t *testing.T) {
+	e := newProxiedEnv(t, journal.Options{}) // node 0; its Redis answers held below
+	e.putItem("A", 150, 100)
+	direct := e.redis.NodeClient(0)
+	peer := e.peer(1)
+
+	// Records of dead processes: sales of node 0, journaled there, then
+	// made PROCESSING under another owner (peer's journal lacks them).
+	now := time.Now().UnixMilli()
+	dead := []struct {
+		key, owner string
+		atMs       int64
+		recovered  bool
+	}{
+		{"other-node-young", "n0-0123456789abcdef", now, false},
+		{"other-node-old", "n0-0123456789abcdef", now - 10_000, true},
+		{"own-node-young", "n1-0123456789abcdef", now, true},
+		{"unnamed-node-young", "crashed", now, true},
+	}
+	for _, d := range dead {
+		e.mustSale("T02", d.key, sale1("A", 1, 150))
+		e.waitCompleted("T02:" + d.key)
+		names, err := direct.Keys(e.ctx, "*idem:T02:"+d.key).Result()
+		if err != nil || len(names) != 1 {
+			t.Fatalf("record of %s: %v %v", d.key, names, err)
+		}
+		if err := direct.HSet(e.ctx, names[0], "state", "PROCESSING", "owner", d.owner, "at", strconv.FormatInt(d.atMs, 10)).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// A sale of node 0 in flight: its script has run, its answer is held.
+	e.proxy.Set(testenv.DelayAnswers, 700*time.Millisecond)
+	sold := make(chan error, 1)
+	go func() {
+		_, err := e.sale("T01", "in-flight", sale1("A", 1, 150))
+		sold <- err
+	}()
+	testenv.WaitFor(t, 5*time.Second, "the in-flight sale's record PROCESSING in Redis", func() bool {
+		names, err := direct.Keys(e.ctx, "*idem:T01:in-flight").Result()
+		if err != nil || len(names) != 1 {
+			return false
+		}
+		st, _ := direct.HGet(e.ctx, names[0], "state").Result()
+		return st == "PROCESSING"
+	})
+	found, err := peer.l.RecoverOrphans(e.ctx)
+	if err != nil {
+		t.Fatalf("recover orphans: %v", err)
+	}
+	if jt := peer.journaled("T01", "in-flight"); jt != nil {
+		t.Fatalf("node 1's start-up scan journaled node 0's sale in flight: flow %s, mode %s", jt.FlowNo, jt.Mode)
+	}
+	if err := <-sold; err != nil {
+		t.Fatalf("the sale in flight: %v", err)
+	}
+	e.proxy.Set(testenv.Pass, 0)
+	if jt := e.journaled("T01", "in-flight"); jt == nil || jt.Mode != journal.ModeNormal {
+		t.Fatalf("node 0's journal row of its sale: %v", jt != nil && jt.Mode == journal.ModeNormal)
+	}
+
+	want := 0
+	for _, d := range dead {
+		jt := peer.journaled("T02", d.key)
+		if d.recovered {
+			want++
+			if jt == nil || jt.Mode != journal.ModeRecovered {
+				t.Errorf("%s (owner %s): node 1's journal holds it: %v, want it recovered", d.key, d.owner, jt != nil)
+			}
+		} else if jt != nil {
+			t.Errorf("%s (owner %s): journaled by node 1 (mode %s), want it left to its node", d.key, d.owner, jt.Mode)
+		}
+	}
+	if found != want {
+		t.Errorf("recovered %d sales, want %d", found, want)
 	}
 }

@@ -334,85 +334,128 @@ func (l *Ledger) catchUpDegraded(ctx context.Context) (int, error) {
 }
 
 // RecoverOrphans finds sales whose effects and result a crashed daemon
-// left in Redis (state PROCESSING, another owner, older than a few
-// seconds) without a journal row, and journals them as they are, marked
-// recovered. Run at start, before /readyz turns 200.
-//
-// Redis holds a record per sale of the last IdemTTL, nearly all of them
-// COMPLETED: each page of the scan reads their state and owner in one
-// pipelined round trip, and only an orphan's whole record is read. One
-// HGETALL per record held a restarted daemon in degraded mode for
-// seconds per ten thousand sales (the kill loop's eighth restart, 30,000
-// records on a loaded machine, outlasted its 30 s readiness wait).
+// left in Redis (state PROCESSING, a dead owner: orphaned) without a
+// journal row, and journals them as they are, marked recovered. Run at
+// start, before /readyz turns 200.
 func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 	found := 0
+	err := l.eachProcessing(ctx, func(r processingRecord) error {
+		if !l.orphaned(ctx, r) {
+			return nil
+		}
+		ok, err := l.recoverOrphan(ctx, r)
+		if ok {
+			found++
+		}
+		return err
+	})
+	return found, err
+}
+
+// orphaned tells whether a PROCESSING record is a dead process's. Not
+// this instance's own; this node's under another owner is (a node runs
+// one process at a time, so it is an earlier one that died); another
+// node's may be a sale that daemon has in flight on the same Redis, and
+// is a dead one's only once older than a script can be in flight
+// (abandoned). An owner that names no node (written before owners did)
+// is taken as dead, as it always was.
+func (l *Ledger) orphaned(ctx context.Context, r processingRecord) bool {
+	if r.owner == l.owner {
+		return false
+	}
+	if node, ok := ownerNode(r.owner); ok && node != l.cfg.NodeID {
+		return l.abandoned(ctx, r.atMs)
+	}
+	return true
+}
+
+// processingRecord is an idempotency record in state PROCESSING, as
+// eachProcessing reads it.
+type processingRecord struct {
+	key   string
+	owner string
+	atMs  int64 // when its script ran, by its owner's clock
+}
+
+// eachProcessing calls fn with each idempotency record in state
+// PROCESSING. Redis holds a record per sale of the last IdemTTL, nearly
+// all COMPLETED: each SCAN page's records are read (state, owner, at) in
+// one pipelined round trip. One read per record held a restarted daemon
+// in degraded mode for seconds per ten thousand sales (the kill loop's
+// eighth restart, 30,000 records on a loaded machine, outlasted its 30 s
+// readiness wait).
+//
+// No RedisTimeout of its own: the client's read timeout bounds each
+// read, and a page-wide bound as short as a request's could fail the
+// start-up on a busy router and keep the tills in degraded mode.
+func (l *Ledger) eachProcessing(ctx context.Context, fn func(processingRecord) error) error {
 	var cursor uint64
 	for {
-		keys, next, err := l.rdb.Scan(ctx, cursor, l.k.IdemScan(), orphanScanPage).Result()
+		keys, next, err := l.rdb.Scan(ctx, cursor, l.k.IdemScan(), idemScanPage).Result()
 		if err != nil {
-			return found, fmt.Errorf("scan the idempotency records: %w", err)
+			return fmt.Errorf("scan the idempotency records: %w", err)
 		}
-		orphans, err := l.orphansAmong(ctx, keys)
+		recs, err := l.processingAmong(ctx, keys)
 		if err != nil {
-			return found, err
+			return err
 		}
-		for _, key := range orphans {
-			ok, err := l.recoverOrphan(ctx, key)
-			if err != nil {
-				return found, err
-			}
-			if ok {
-				found++
+		for _, r := range recs {
+			if err := fn(r); err != nil {
+				return err
 			}
 		}
 		if cursor = next; cursor == 0 {
-			return found, nil
+			return nil
 		}
 	}
 }
 
-// orphanScanPage is the COUNT hint of RecoverOrphans' scan: the records
-// whose state one pipeline reads.
-const orphanScanPage = 500
+// idemScanPage is the COUNT hint of eachProcessing's scan: the records
+// one pipeline reads.
+const idemScanPage = 500
 
-// orphansAmong returns those of keys whose record is PROCESSING under
-// another owner, reading every record's state and owner in one pipeline.
-func (l *Ledger) orphansAmong(ctx context.Context, keys []string) ([]string, error) {
+// processingAmong reads the records of keys in one pipeline and returns
+// those in state PROCESSING.
+func (l *Ledger) processingAmong(ctx context.Context, keys []string) ([]processingRecord, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	pipe := l.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(keys))
 	for i, key := range keys {
-		cmds[i] = pipe.HMGet(ctx, key, "state", "owner")
+		cmds[i] = pipe.HMGet(ctx, key, "state", "owner", "at")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("read the state of %d idempotency records: %w", len(keys), err)
 	}
-	var orphans []string
+	var out []processingRecord
 	for i, cmd := range cmds {
 		v := cmd.Val()
-		if len(v) != 2 {
+		if len(v) != 3 {
 			continue
 		}
-		state, _ := v[0].(string)
-		owner, _ := v[1].(string)
-		if state == "PROCESSING" && owner != l.owner {
-			orphans = append(orphans, keys[i])
+		if state, _ := v[0].(string); state != "PROCESSING" {
+			continue
 		}
+		owner, _ := v[1].(string)
+		at, _ := v[2].(string)
+		atMs, _ := strconv.ParseInt(at, 10, 64)
+		out = append(out, processingRecord{key: keys[i], owner: owner, atMs: atMs})
 	}
-	return orphans, nil
+	return out, nil
 }
 
 // recoverOrphan journals the sale of one orphaned record (or completes
 // it when the journal holds its key after all); ok when it journaled it.
-func (l *Ledger) recoverOrphan(ctx context.Context, key string) (ok bool, err error) {
+func (l *Ledger) recoverOrphan(ctx context.Context, r processingRecord) (ok bool, err error) {
+	key := r.key
 	m, err := l.rdb.HGetAll(ctx, key).Result()
 	if err != nil {
 		return false, fmt.Errorf("read %s: %w", key, err)
 	}
-	// Read again: the record may have completed or expired since the scan.
-	if m["state"] != "PROCESSING" || m["owner"] == l.owner {
+	// Read again: the record may have completed, expired or been taken
+	// by another script since the scan.
+	if m["state"] != "PROCESSING" || m["owner"] != r.owner {
 		return false, nil
 	}
 	term, idem, ok := l.k.IdemOf(key)

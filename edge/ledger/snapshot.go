@@ -267,27 +267,25 @@ type Pending struct {
 }
 
 // Unjournaled scans Redis's idempotency records for transactions still
-// PROCESSING that the journal lacks.
+// PROCESSING that the journal lacks (by the page: eachProcessing).
 func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 	var out []Pending
-	iter := l.rdb.Scan(ctx, 0, l.k.IdemScan(), 1000).Iterator()
-	for iter.Next(ctx) {
-		key := iter.Val()
-		m, err := l.rdb.HMGet(ctx, key, "state", "body", "rz", "flow_no").Result()
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", key, err)
-		}
-		if state, _ := m[0].(string); state != "PROCESSING" {
-			continue
-		}
-		term, idem, ok := l.k.IdemOf(key)
+	err := l.eachProcessing(ctx, func(r processingRecord) error {
+		term, idem, ok := l.k.IdemOf(r.key)
 		if !ok {
-			continue
+			return nil
 		}
 		if t, err := l.j.ByKey(ctx, term, idem); err != nil {
-			return nil, err
+			return err
 		} else if t != nil {
-			continue
+			return nil
+		}
+		m, err := l.rdb.HMGet(ctx, r.key, "state", "body", "rz", "flow_no").Result()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", r.key, err)
+		}
+		if state, _ := m[0].(string); state != "PROCESSING" {
+			return nil // completed since the scan read it
 		}
 		var b body
 		old, _ := m[1].(string)
@@ -295,7 +293,7 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 		flow, _ := m[3].(string)
 		raw, err := recordBody(flow, old, rz)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		_ = json.Unmarshal(raw, &b)
 		p := Pending{FlowNo: b.FlowNo}
@@ -306,6 +304,10 @@ func (l *Ledger) Unjournaled(ctx context.Context) ([]Pending, error) {
 			p.Barcodes = append(p.Barcodes, ln.Barcode)
 		}
 		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, iter.Err()
+	return out, nil
 }
