@@ -444,8 +444,21 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 	if state == "PROCESSING" && owner != l.owner && !l.abandoned(ctx, at) {
 		return nil, errInProgress()
 	}
-	// Effects and result are in Redis; the journal lacks them: journal the
-	// stored result as it is, never apply it again.
+	journaled, err := l.journalStored(ctx, t, flow, stored)
+	if err != nil {
+		return nil, err
+	}
+	if !journaled {
+		return l.byKey(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
+	}
+	return &Result{Body: stored, FlowNo: flow, Replayed: true}, nil
+}
+
+// journalStored journals a transaction whose effects and result Redis
+// holds and the journal lacks: the stored result as it is (mode
+// recovered), never applied again; then completes its record. False when
+// the journal held the key after all (another call journaled it first).
+func (l *Ledger) journalStored(ctx context.Context, t journal.Txn, flow string, stored []byte) (bool, error) {
 	t.FlowNo, t.Seq, t.Body, t.Mode, t.Applied = flow, seqOfFlow(flow), stored, journal.ModeRecovered, true
 	var b body
 	if err := json.Unmarshal(t.Body, &b); err == nil {
@@ -461,13 +474,13 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 	}
 	if err := l.journalAppend(ctx, t); err != nil {
 		if errors.Is(err, journal.ErrDuplicateKey) {
-			return l.byKey(ctx, t.TerminalID, t.IdemKey, t.Fingerprint)
+			return false, nil
 		}
-		return nil, errJournal(err)
+		return false, errJournal(err)
 	}
 	l.metrics.recovered.Inc()
 	l.complete(ctx, t.TerminalID, t.IdemKey)
-	return &Result{Body: t.Body, FlowNo: flow, Replayed: true}, nil
+	return true, nil
 }
 
 // abandoned tells whether a PROCESSING record of another owner written at

@@ -468,7 +468,6 @@ func (l *Ledger) recoverOrphan(ctx context.Context, r processingRecord) (ok bool
 		l.complete(ctx, term, idem)
 		return false, nil
 	}
-	res := []any{"exists", m["state"], int64(1), m["flow_no"], m["owner"], "0", m["body"], m["rz"]}
 	raw, err := recordBody(m["flow_no"], m["body"], m["rz"])
 	if err != nil {
 		l.log.Warn("orphaned record with an unreadable result; left alone", "key", key, "err", err)
@@ -481,7 +480,9 @@ func (l *Ledger) recoverOrphan(ctx context.Context, r processingRecord) (ok bool
 	if t.Kind == "" {
 		return false, nil
 	}
-	if _, err := l.existing(ctx, res, t); err != nil {
+	// A till's retry of the key may journal it first (the listener
+	// serves before the scan ends): then this scan did not.
+	if ok, err := l.journalStored(ctx, t, m["flow_no"], raw); err != nil || !ok {
 		return false, err
 	}
 	l.log.Warn("journaled a sale a crash left only in redis", "terminal", term, "flow_no", m["flow_no"])
