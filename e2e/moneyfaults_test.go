@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/posedge/posedge/internal/testenv"
 )
@@ -51,6 +54,68 @@ func TestTwoDaemonsOneRedisThroughMasterKillAndFreeze(t *testing.T) {
 	got := append(a.wait(), b.wait()...)
 	t.Logf("node 0: %s; node 1: %s", a.summary(), b.summary())
 	auditMix(t, s, got, filepath.Join(s.Dir, "journal.db"), filepath.Join(tw.Dir, "journal.db"))
+}
+
+// TestTwoDaemonsOneRedisThroughRestarts: two daemons share the store's
+// Redis (node_id 0 and 1) and both sell the realistic mix. Three times,
+// node 0 is frozen (SIGSTOP) while a sale of its own is between its Redis
+// script and its journal commit (its record PROCESSING in Redis, read
+// directly; every Redis answer is held killWindow so that this is often
+// so), and node 1 is killed (-9) and started again meanwhile; then node 0
+// goes on (SIGCONT) and journals its sale. Each sale told is in exactly
+// one journal and at HQ once (auditMix over both journals): node 1's
+// start-up scan leaves node 0's records to node 0. Until 2026-12-07 it
+// journaled them too ("recovered"), and such a sale stood in both
+// journals.
+func TestTwoDaemonsOneRedisThroughRestarts(t *testing.T) {
+	seed := testSeed(t)
+	s := startStore(t, testenv.StoreOptions{Limits: looseMix, RedisProxy: true})
+	putMixItems(s)
+	tw := s.StartTwin(1)
+	ctx, cancel := context.WithCancel(context.Background())
+	a := runMix(t, ctx, s, 2, "node0", seed)
+	b := runMix(t, ctx, tw, 2, "node1", seed+1)
+	s.RedisProxy.Set(testenv.DelayAnswers, killWindow)
+	rdb := s.Redis.NodeClient(s.Redis.MasterIndex())
+	for round := range 3 {
+		time.Sleep(300 * time.Millisecond)
+		var caught string
+		testenv.WaitFor(t, 30*time.Second, "node 0 frozen with a sale of its own in flight", func() bool {
+			s.Edge.Signal(syscall.SIGSTOP)
+			if caught = processingRecord(t, rdb, "node0-"); caught != "" {
+				return true
+			}
+			s.Edge.Signal(syscall.SIGCONT)
+			time.Sleep(time.Duration(10+round*7) * time.Millisecond)
+			return false
+		})
+		tw.Edge.Kill()
+		tw.StartEdge()
+		s.Edge.Signal(syscall.SIGCONT)
+		t.Logf("round %d: node 1 restarted while node 0, frozen, had %s in flight", round+1, caught)
+	}
+	time.Sleep(500 * time.Millisecond)
+	s.RedisProxy.Set(testenv.Pass, 0)
+	cancel()
+	got := append(a.wait(), b.wait()...)
+	t.Logf("node 0: %s; node 1: %s", a.summary(), b.summary())
+	auditMix(t, s, got, filepath.Join(s.Dir, "journal.db"), filepath.Join(tw.Dir, "journal.db"))
+}
+
+// processingRecord is the name of an idempotency record in state
+// PROCESSING whose key begins with keyPrefix, or "".
+func processingRecord(t *testing.T, rdb *redis.Client, keyPrefix string) string {
+	t.Helper()
+	names, err := rdb.Keys(context.Background(), "*:idem:*:"+keyPrefix+"*").Result()
+	if err != nil {
+		t.Fatalf("list idempotency records: %v", err)
+	}
+	for _, n := range names {
+		if st, _ := rdb.HGet(context.Background(), n, "state").Result(); st == "PROCESSING" {
+			return n
+		}
+	}
+	return ""
 }
 
 // TestDegradedRefundsAppliedOnce: sales made while Redis is up are

@@ -340,7 +340,7 @@ func (l *Ledger) catchUpDegraded(ctx context.Context) (int, error) {
 func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 	found := 0
 	err := l.eachProcessing(ctx, func(r processingRecord) error {
-		if !l.orphaned(ctx, r) {
+		if !l.orphaned(r) {
 			return nil
 		}
 		ok, err := l.recoverOrphan(ctx, r)
@@ -352,21 +352,22 @@ func (l *Ledger) RecoverOrphans(ctx context.Context) (int, error) {
 	return found, err
 }
 
-// orphaned tells whether a PROCESSING record is a dead process's. Not
-// this instance's own; this node's under another owner is (a node runs
-// one process at a time, so it is an earlier one that died); another
-// node's may be a sale that daemon has in flight on the same Redis, and
-// is a dead one's only once older than a script can be in flight
-// (abandoned). An owner that names no node (written before owners did)
-// is taken as dead, as it always was.
-func (l *Ledger) orphaned(ctx context.Context, r processingRecord) bool {
+// orphaned tells whether a PROCESSING record is this node's to recover:
+// a dead process's of this node. Not this instance's own; this node's
+// under another owner is (a node runs one process at a time, so it is an
+// earlier one that died). Another node's (two daemons on one Redis) never
+// is: it may be a sale that daemon has in flight, or one it journaled
+// whose COMPLETED mark was lost (the mark is best effort), which this
+// node's journal would then hold too; that node's own scan recovers its
+// records, and a till's retry here still does (existing). An owner that
+// names no node (written before owners did) is taken as dead, as it
+// always was.
+func (l *Ledger) orphaned(r processingRecord) bool {
 	if r.owner == l.owner {
 		return false
 	}
-	if node, ok := ownerNode(r.owner); ok && node != l.cfg.NodeID {
-		return l.abandoned(ctx, r.atMs)
-	}
-	return true
+	node, ok := ownerNode(r.owner)
+	return !ok || node == l.cfg.NodeID
 }
 
 // processingRecord is an idempotency record in state PROCESSING, as
@@ -374,12 +375,11 @@ func (l *Ledger) orphaned(ctx context.Context, r processingRecord) bool {
 type processingRecord struct {
 	key   string
 	owner string
-	atMs  int64 // when its script ran, by its owner's clock
 }
 
 // eachProcessing calls fn with each idempotency record in state
 // PROCESSING. Redis holds a record per sale of the last IdemTTL, nearly
-// all COMPLETED: each SCAN page's records are read (state, owner, at) in
+// all COMPLETED: each SCAN page's records are read (state, owner) in
 // one pipelined round trip. One read per record held a restarted daemon
 // in degraded mode for seconds per ten thousand sales (the kill loop's
 // eighth restart, 30,000 records on a loaded machine, outlasted its 30 s
@@ -423,7 +423,7 @@ func (l *Ledger) processingAmong(ctx context.Context, keys []string) ([]processi
 	pipe := l.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(keys))
 	for i, key := range keys {
-		cmds[i] = pipe.HMGet(ctx, key, "state", "owner", "at")
+		cmds[i] = pipe.HMGet(ctx, key, "state", "owner")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("read the state of %d idempotency records: %w", len(keys), err)
@@ -431,16 +431,14 @@ func (l *Ledger) processingAmong(ctx context.Context, keys []string) ([]processi
 	var out []processingRecord
 	for i, cmd := range cmds {
 		v := cmd.Val()
-		if len(v) != 3 {
+		if len(v) != 2 {
 			continue
 		}
 		if state, _ := v[0].(string); state != "PROCESSING" {
 			continue
 		}
 		owner, _ := v[1].(string)
-		at, _ := v[2].(string)
-		atMs, _ := strconv.ParseInt(at, 10, 64)
-		out = append(out, processingRecord{key: keys[i], owner: owner, atMs: atMs})
+		out = append(out, processingRecord{key: keys[i], owner: owner})
 	}
 	return out, nil
 }
