@@ -421,7 +421,9 @@ func (l *Ledger) outcome(ctx context.Context, res []any, t journal.Txn) (*Result
 
 // existing handles a key Redis already holds a record for but the journal
 // did not (checked before): in flight here, in flight on another daemon,
-// or left behind by a crash between the script and the journal commit.
+// completed by another daemon (a till's retry that reached the store's
+// other node), or left behind by a crash between the script and the
+// journal commit.
 func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Result, error) {
 	state, _ := res[1].(string)
 	same, _ := res[2].(int64)
@@ -439,6 +441,12 @@ func (l *Ledger) existing(ctx context.Context, res []any, t journal.Txn) (*Resul
 	stored, err := recordBody(flow, oldBody, rz)
 	if err != nil {
 		return nil, err
+	}
+	if state == "COMPLETED" && l.otherNode(owner) {
+		// Marked COMPLETED by the daemon of another node, after its
+		// journal commit: that journal holds it, and each journal holds
+		// its own node's sales. Answer it; journal nothing here.
+		return &Result{Body: stored, FlowNo: flow, Replayed: true}, nil
 	}
 	at, _ := strconv.ParseInt(atStr, 10, 64)
 	if state == "PROCESSING" && owner != l.owner && !l.abandoned(ctx, at) {

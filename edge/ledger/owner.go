@@ -32,3 +32,10 @@ func ownerNode(owner string) (int, bool) {
 	}
 	return node, true
 }
+
+// otherNode tells whether owner names a node other than this ledger's:
+// a record another daemon of the store wrote (two on one Redis).
+func (l *Ledger) otherNode(owner string) bool {
+	node, ok := ownerNode(owner)
+	return ok && node != l.cfg.NodeID
+}

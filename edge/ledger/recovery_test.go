@@ -421,3 +421,26 @@ func TestRecoverOrphansLeavesAnotherNodesRecords(t *testing.T) {
 		t.Errorf("recovered %d sales, want %d", found, want)
 	}
 }
+
+// A till's retry that reaches the other daemon of the store (two on one
+// Redis) for a sale the first one completed is answered the stored sale,
+// and not journaled a second time: the daemon that marked it COMPLETED
+// journaled it first, and each journal holds its own node's sales. A
+// second row would put the sale in two journals.
+func TestRetryOnAnotherNodeOfACompletedSaleIsNotJournaledTwice(t *testing.T) {
+	e := newEnv(t, journal.Options{}) // node 0
+	e.putItem("A", 150, 100)
+	peer := e.peer(1)
+	first := e.mustSale("T01", "k", sale1("A", 1, 150))
+	e.waitCompleted("T01:k")
+	again, err := peer.sale("T01", "k", sale1("A", 1, 150))
+	if err != nil || !again.Replayed || again.FlowNo != first.FlowNo || string(again.Body) != string(first.Body) {
+		t.Fatalf("retry on node 1: %+v, %v; want node 0's sale %s replayed", again, err, first.FlowNo)
+	}
+	if jt := peer.journaled("T01", "k"); jt != nil {
+		t.Fatalf("node 1 journaled node 0's completed sale (mode %s)", jt.Mode)
+	}
+	if got := e.stock("A"); got != 99 {
+		t.Fatalf("stock %d, want 99 (the sale once)", got)
+	}
+}

@@ -366,8 +366,7 @@ func (l *Ledger) orphaned(r processingRecord) bool {
 	if r.owner == l.owner {
 		return false
 	}
-	node, ok := ownerNode(r.owner)
-	return !ok || node == l.cfg.NodeID
+	return !l.otherNode(r.owner)
 }
 
 // processingRecord is an idempotency record in state PROCESSING, as
