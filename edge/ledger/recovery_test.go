@@ -444,3 +444,40 @@ func TestRetryOnAnotherNodeOfACompletedSaleIsNotJournaledTwice(t *testing.T) {
 		t.Fatalf("stock %d, want 99 (the sale once)", got)
 	}
 }
+
+// A sale journaled whose COMPLETED mark Redis lost (the mark is best
+// effort, written after the journal commit; a failover drops the last
+// writes) is marked again by the next repair's walk over the recent
+// journal rows. Left PROCESSING, a till's retry on the store's other
+// daemon, 5 s on, would journal it there too; marked, it is answered.
+func TestRepairMarksJournaledSalesStillProcessing(t *testing.T) {
+	e := newEnv(t, journal.Options{}) // node 0
+	e.putItem("A", 150, 100)
+	peer := e.peer(1)
+	first := e.mustSale("T01", "k", sale1("A", 1, 150))
+	e.waitCompleted("T01:k")
+	names, err := e.rdb.Keys(e.ctx, "*idem:T01:k").Result()
+	if err != nil || len(names) != 1 {
+		t.Fatalf("record: %v %v", names, err)
+	}
+	lost := strconv.FormatInt(time.Now().Add(-time.Minute).UnixMilli(), 10)
+	if err := e.rdb.HSet(e.ctx, names[0], "state", "PROCESSING", "at", lost).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.l.Repair(e.ctx); err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	if st, err := e.rdb.HGet(e.ctx, names[0], "state").Result(); err != nil || st != "COMPLETED" {
+		t.Fatalf("record after the repair: %q %v, want COMPLETED", st, err)
+	}
+	again, err := peer.sale("T01", "k", sale1("A", 1, 150))
+	if err != nil || !again.Replayed || again.FlowNo != first.FlowNo {
+		t.Fatalf("retry on node 1: %+v, %v; want node 0's sale %s replayed", again, err, first.FlowNo)
+	}
+	if jt := peer.journaled("T01", "k"); jt != nil {
+		t.Fatalf("node 1 journaled node 0's sale (mode %s)", jt.Mode)
+	}
+	if got := e.stock("A"); got != 99 {
+		t.Fatalf("stock %d, want 99 (the sale once)", got)
+	}
+}

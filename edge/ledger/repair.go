@@ -48,9 +48,13 @@ func (l *Ledger) reapplyFrom(ctx context.Context, since time.Time, after int64) 
 			return applied, nil
 		}
 		after = keys[len(keys)-1].RowID
-		lacking, err := l.lackedRows(ctx, keys)
+		lacking, unmarked, err := l.lackedRows(ctx, keys)
 		if err != nil {
 			return applied, err
+		}
+		if len(unmarked) > 0 {
+			l.completeAll(unmarked)
+			l.log.Info("journaled transactions still PROCESSING in redis marked completed", "count", len(unmarked))
 		}
 		txns, err := l.j.TxnsAt(ctx, lacking)
 		if err != nil {
@@ -85,26 +89,34 @@ const reapplyPage = 500
 // it, "exists") cost one round trip and a journal read per row, tens of
 // seconds over a busy store's ten-minute window while the tills waited in
 // degraded mode. The script still decides for the rows returned.
-func (l *Ledger) lackedRows(ctx context.Context, keys []journal.RowKey) ([]int64, error) {
+//
+// unmarked are the keys whose record is still PROCESSING: journaled here,
+// so their COMPLETED mark (best effort, written after the journal commit)
+// was lost, most often by the failover this repair follows. Left so, a
+// till's retry on the store's other daemon would journal the sale there
+// too once the record is 5 s old (existing); the caller marks them.
+func (l *Ledger) lackedRows(ctx context.Context, keys []journal.RowKey) (lacking []int64, unmarked []completion, err error) {
 	rctx, cancel := context.WithTimeout(ctx, l.cfg.RedisTimeout)
 	defer cancel()
 	cmds, err := l.rdb.Pipelined(rctx, func(p redis.Pipeliner) error {
 		for _, k := range keys {
 			// What txn.lua reads to answer "exists": the record's state.
-			p.HExists(rctx, l.k.Idem(k.TerminalID, k.IdemKey), "state")
+			p.HMGet(rctx, l.k.Idem(k.TerminalID, k.IdemKey), "state")
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ask redis which journaled transactions it holds: %w", err)
+		return nil, nil, fmt.Errorf("ask redis which journaled transactions it holds: %w", err)
 	}
-	var lacking []int64
 	for i, c := range cmds {
-		if !c.(*redis.BoolCmd).Val() {
+		v := c.(*redis.SliceCmd).Val()
+		if len(v) != 1 || v[0] == nil {
 			lacking = append(lacking, keys[i].RowID)
+		} else if state, _ := v[0].(string); state == "PROCESSING" {
+			unmarked = append(unmarked, completion{term: keys[i].TerminalID, key: keys[i].IdemKey})
 		}
 	}
-	return lacking, nil
+	return lacking, unmarked, nil
 }
 
 // The resume mark of the re-apply (key reapplied, one per node: row ids
