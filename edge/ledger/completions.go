@@ -26,6 +26,16 @@ type completion struct {
 const (
 	completeDelay = 5 * time.Millisecond
 	completeMax   = 256
+	// retryMax bounds the marks kept for another try: beyond it the
+	// oldest are dropped (each is still recovered from the journal and
+	// answered from it here; what a lost mark costs is a retry on the
+	// store's other daemon journaling the sale there too).
+	retryMax = 4096
+	// retryDelay is how long failed marks wait for a run to carry them
+	// before they go again on their own: a store's other daemon journals
+	// a sale whose record stays PROCESSING 5 s, so they must go before,
+	// without asking a Redis that is down every completeDelay.
+	retryDelay = time.Second
 )
 
 // add queues the mark of (term, key).
@@ -42,6 +52,25 @@ func (c *completions) add(term, key string) {
 		c.timer = time.AfterFunc(completeDelay, c.fire)
 	}
 	c.mu.Unlock()
+}
+
+// retry queues again marks whose pipeline failed, ahead of the newer
+// ones: they ride in the next run's pipeline, or go on their own after
+// retryDelay (not completeDelay: a Redis that is down is asked once a
+// second, one pipeline at a time). It returns how many of the oldest it
+// dropped to stay within retryMax.
+func (c *completions) retry(cs []completion) (dropped int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.queue = append(cs[:len(cs):len(cs)], c.queue...)
+	if over := len(c.queue) - retryMax; over > 0 {
+		c.queue = c.queue[over:]
+		dropped = over
+	}
+	if c.timer == nil {
+		c.timer = time.AfterFunc(retryDelay, c.fire)
+	}
+	return dropped
 }
 
 // take removes every queued mark, for the caller's pipeline.

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -35,6 +36,58 @@ func TestCompletions(t *testing.T) {
 			defer mu.Unlock()
 			if taken != tt.wantTaken || flushed != tt.wantFlush {
 				t.Errorf("taken %d, flushed %d; want %d, %d", taken, flushed, tt.wantTaken, tt.wantFlush)
+			}
+		})
+	}
+}
+
+func TestCompletionsRetry(t *testing.T) {
+	marks := func(prefix string, n int) []completion {
+		cs := make([]completion, n)
+		for i := range cs {
+			cs[i] = completion{"T01", fmt.Sprintf("%s%05d", prefix, i)}
+		}
+		return cs
+	}
+	tests := []struct {
+		name        string
+		queued      int // added, then taken by a run that failed on the link
+		retried     int
+		wait        time.Duration
+		wantDropped int
+		wantFlushed int    // sent on their own within wait
+		wantFirst   string // key of the first mark the next run takes
+		wantTaken   int
+	}{
+		{"a failed mark waits for the next run, ahead of newer ones", 2, 3, 10 * completeDelay, 0, 0, "r00000", 5},
+		{"not every completeDelay while no run comes", 0, 3, 10 * completeDelay, 0, 0, "r00000", 3},
+		{"after retryDelay they go on their own", 0, 3, retryDelay + 300*time.Millisecond, 0, 3, "", 0},
+		{"beyond retryMax the oldest go", 0, retryMax + 10, 0, 10, 0, "r00010", retryMax},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			flushed := 0
+			c := &completions{flush: func(cs []completion) { mu.Lock(); flushed += len(cs); mu.Unlock() }}
+			for _, m := range marks("n", tt.queued) {
+				c.add(m.term, m.key)
+			}
+			if tt.queued > 0 {
+				c.retry(c.take())
+			}
+			dropped := c.retry(marks("r", tt.retried))
+			time.Sleep(tt.wait)
+			mu.Lock()
+			f := flushed
+			mu.Unlock()
+			taken := c.take()
+			first := ""
+			if len(taken) > 0 {
+				first = taken[0].key
+			}
+			if dropped != tt.wantDropped || f != tt.wantFlushed || len(taken) != tt.wantTaken || first != tt.wantFirst {
+				t.Errorf("dropped %d, flushed %d, taken %d starting %q; want %d, %d, %d starting %q",
+					dropped, f, len(taken), first, tt.wantDropped, tt.wantFlushed, tt.wantTaken, tt.wantFirst)
 			}
 		})
 	}

@@ -538,8 +538,11 @@ func (l *Ledger) complete(ctx context.Context, term, key string) {
 }
 
 // completeAll marks journaled records COMPLETED in Redis (and their
-// tokens) in one pipeline. Best effort: a record left PROCESSING is
-// recovered from the journal, and a retry of its key is answered from it.
+// tokens) in one pipeline. A record left PROCESSING is recovered from
+// the journal here, and a retry of its key is answered from it; but a
+// till's retry on the store's other daemon, 5 s on, would journal it
+// there too. So a mark that fails is queued again (completions.retry)
+// for the next pipeline rather than dropped.
 func (l *Ledger) completeAll(cs []completion) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.RedisTimeout)
 	defer cancel()
@@ -550,16 +553,46 @@ func (l *Ledger) completeAll(cs []completion) {
 		redisdb.RunComplete(ctx, pipe, l.k, c.term, c.key, IsTokenForm(c.key))
 	}
 	cmds, _ := pipe.Exec(ctx)
+	var failed []completion
+	var lastErr error
 	for i, cmd := range cmds {
 		if err := cmd.Err(); err != nil {
 			if redis.HasErrorPrefix(err, "NOSCRIPT") {
 				err = redisdb.RunComplete(ctx, l.rdb, l.k, cs[i].term, cs[i].key, IsTokenForm(cs[i].key)).Err()
 			}
-			if err != nil {
-				l.log.Debug("mark idempotency record completed", "terminal", cs[i].term, "err", err)
+			var reply redis.Error
+			switch {
+			case err == nil, errors.Is(err, redis.Nil):
+			case errors.As(err, &reply) && !transientReply(err):
+				// Redis refused this mark (a key of another type?): asked
+				// again, inside the next sale's script, it would fail that
+				// sale too. Dropped, as marks always were.
+				l.log.Warn("mark idempotency record completed", "terminal", cs[i].term, "err", err)
+			default: // the link (timed out, reset, Redis down) or a transient reply
+				failed, lastErr = append(failed, cs[i]), err
 			}
 		}
 	}
+	if len(failed) > 0 {
+		dropped := l.comps.retry(failed)
+		l.log.Debug("mark idempotency records completed: kept for the next pipeline", "marks", len(failed), "err", lastErr)
+		if dropped > 0 {
+			l.log.Warn("idempotency records left PROCESSING in Redis: too many marks waiting (their sales are journaled; a retry on the store's other daemon may journal one there too)",
+				"dropped", dropped, "err", lastErr)
+		}
+	}
+}
+
+// transientReply tells whether a Redis error reply says "not now" (a
+// master stepping down or loading, a script running long) rather than
+// "never".
+func transientReply(err error) bool {
+	for _, p := range []string{"READONLY", "LOADING", "MASTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS"} {
+		if redis.HasErrorPrefix(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *Ledger) dayHour(t time.Time) (string, string) {

@@ -481,3 +481,50 @@ func TestRepairMarksJournaledSalesStillProcessing(t *testing.T) {
 		t.Fatalf("stock %d, want 99 (the sale once)", got)
 	}
 }
+
+// A COMPLETED mark whose pipeline fails on the link (Redis out of reach
+// for a moment, after the sale was journaled and answered) is kept and
+// sent with the next sale, not dropped. Dropped, the record stayed
+// PROCESSING for its 48 h, and a till's retry on the store's other
+// daemon, 5 s on, journaled the sale there too (docs/durability.md).
+func TestCompletionMarkLostOnTheLinkGoesWithTheNextSale(t *testing.T) {
+	e := newProxiedEnv(t, journal.Options{})
+	e.putItem("A", 150, 100)
+	direct := e.redis.NodeClient(0)
+	state := func(key string) string {
+		t.Helper()
+		names, err := direct.Keys(e.ctx, "*idem:T01:"+key).Result()
+		if err != nil || len(names) != 1 {
+			t.Fatalf("record of %s: %v %v", key, names, err)
+		}
+		st, err := direct.HGet(e.ctx, names[0], "state").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	var key string
+	for try := 0; ; try++ {
+		key = fmt.Sprintf("k%d", try)
+		e.mustSale("T01", key, sale1("A", 1, 150))
+		// The mark goes completeDelay (5 ms) after the answer, in a
+		// pipeline of its own: cut the link before, long enough for that
+		// pipeline to fail (the proxied client's ReadTimeout, 2 s).
+		e.proxy.Set(testenv.BlackHole, 0)
+		time.Sleep(2500 * time.Millisecond)
+		e.proxy.Set(testenv.Pass, 0)
+		if state(key) == "PROCESSING" {
+			break
+		}
+		if try == 2 {
+			t.Fatal("the mark reached Redis before the link was cut, three times")
+		}
+	}
+	e.mustSale("T01", "next", sale1("A", 1, 150))
+	if st := state(key); st != "COMPLETED" {
+		t.Fatalf("record of %s after the next sale: %s, want COMPLETED (the mark lost on the link sent again)", key, st)
+	}
+	if st := state("next"); st != "PROCESSING" && st != "COMPLETED" {
+		t.Fatalf("record of the next sale: %s", st)
+	}
+}
