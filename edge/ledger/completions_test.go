@@ -1,10 +1,16 @@
 package ledger
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestCompletions(t *testing.T) {
@@ -88,6 +94,41 @@ func TestCompletionsRetry(t *testing.T) {
 			if dropped != tt.wantDropped || f != tt.wantFlushed || len(taken) != tt.wantTaken || first != tt.wantFirst {
 				t.Errorf("dropped %d, flushed %d, taken %d starting %q; want %d, %d, %d starting %q",
 					dropped, f, len(taken), first, tt.wantDropped, tt.wantFlushed, tt.wantTaken, tt.wantFirst)
+			}
+		})
+	}
+}
+
+// replyErr is a Redis error reply as go-redis hands it over: a type with
+// a RedisError method.
+type replyErr string
+
+func (e replyErr) Error() string { return string(e) }
+func (replyErr) RedisError()     {}
+
+func TestMarkFate(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"marked", nil, markDone},
+		{"no answer value", redis.Nil, markDone},
+		{"client closed: shutting down", redis.ErrClosed, markDropped},
+		{"timed out", context.DeadlineExceeded, markAgain},
+		{"link reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, markAgain},
+		{"link closed mid-answer", io.EOF, markAgain},
+		{"a key of another type", replyErr("WRONGTYPE Operation against a key holding the wrong kind of value"), markRefused},
+		{"refused, wrapped", fmt.Errorf("mark: %w", replyErr("ERR wrong number of arguments")), markRefused},
+		{"a replica now", replyErr("READONLY You can't write against a read only replica."), markAgain},
+		{"loading", replyErr("LOADING Redis is loading the dataset in memory"), markAgain},
+		{"a script running long", replyErr("BUSY Redis is busy running a script."), markAgain},
+		{"no good replicas", replyErr("NOREPLICAS Not enough good replicas to write."), markAgain},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := markFate(tt.err); got != tt.want {
+				t.Errorf("markFate(%v) = %d, want %d", tt.err, got, tt.want)
 			}
 		})
 	}

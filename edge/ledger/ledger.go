@@ -560,15 +560,10 @@ func (l *Ledger) completeAll(cs []completion) {
 			if redis.HasErrorPrefix(err, "NOSCRIPT") {
 				err = redisdb.RunComplete(ctx, l.rdb, l.k, cs[i].term, cs[i].key, IsTokenForm(cs[i].key)).Err()
 			}
-			var reply redis.Error
-			switch {
-			case err == nil, errors.Is(err, redis.Nil):
-			case errors.As(err, &reply) && !transientReply(err):
-				// Redis refused this mark (a key of another type?): asked
-				// again, inside the next sale's script, it would fail that
-				// sale too. Dropped, as marks always were.
+			switch markFate(err) {
+			case markRefused:
 				l.log.Warn("mark idempotency record completed", "terminal", cs[i].term, "err", err)
-			default: // the link (timed out, reset, Redis down) or a transient reply
+			case markAgain:
 				failed, lastErr = append(failed, cs[i]), err
 			}
 		}
@@ -581,6 +576,28 @@ func (l *Ledger) completeAll(cs []completion) {
 				"dropped", dropped, "err", lastErr)
 		}
 	}
+}
+
+// What becomes of a COMPLETED mark after its pipeline.
+const (
+	markDone    = iota // marked, or the record is gone
+	markDropped        // the client is closed: shutting down; the next start-up scan marks this node's journaled records
+	markRefused        // Redis refused it for good (a key of another type?): sent again inside the next sale's script, it would fail that sale too
+	markAgain          // the link failed (timed out, reset, Redis down) or Redis said "not now": kept for the next pipeline
+)
+
+// markFate sorts the error of one mark.
+func markFate(err error) int {
+	var reply redis.Error
+	switch {
+	case err == nil, errors.Is(err, redis.Nil):
+		return markDone
+	case errors.Is(err, redis.ErrClosed):
+		return markDropped
+	case errors.As(err, &reply) && !transientReply(err):
+		return markRefused
+	}
+	return markAgain
 }
 
 // transientReply tells whether a Redis error reply says "not now" (a
