@@ -124,6 +124,7 @@ func TestMarkFate(t *testing.T) {
 		{"loading", replyErr("LOADING Redis is loading the dataset in memory"), markAgain},
 		{"a script running long", replyErr("BUSY Redis is busy running a script."), markAgain},
 		{"no good replicas", replyErr("NOREPLICAS Not enough good replicas to write."), markAgain},
+		{"out of memory", replyErr("OOM command not allowed when used memory > 'maxmemory'."), markAgain},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

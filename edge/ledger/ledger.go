@@ -583,33 +583,21 @@ const (
 	markDone    = iota // marked, or the record is gone
 	markDropped        // the client is closed: shutting down; the next start-up scan marks this node's journaled records
 	markRefused        // Redis refused it for good (a key of another type?): sent again inside the next sale's script, it would fail that sale too
-	markAgain          // the link failed (timed out, reset, Redis down) or Redis said "not now": kept for the next pipeline
+	markAgain          // the link failed (timed out, reset, Redis down) or Redis said "not now" (READONLY, LOADING, BUSY…): kept for the next pipeline
 )
 
-// markFate sorts the error of one mark.
+// markFate sorts the error of one mark, by the rule the rest of the
+// daemon uses for "Redis is out of reach" (redisdb.IsUnavailable).
 func markFate(err error) int {
-	var reply redis.Error
 	switch {
 	case err == nil, errors.Is(err, redis.Nil):
 		return markDone
 	case errors.Is(err, redis.ErrClosed):
 		return markDropped
-	case errors.As(err, &reply) && !transientReply(err):
-		return markRefused
+	case redisdb.IsUnavailable(err):
+		return markAgain
 	}
-	return markAgain
-}
-
-// transientReply tells whether a Redis error reply says "not now" (a
-// master stepping down or loading, a script running long) rather than
-// "never".
-func transientReply(err error) bool {
-	for _, p := range []string{"READONLY", "LOADING", "MASTERDOWN", "TRYAGAIN", "BUSY", "NOREPLICAS"} {
-		if redis.HasErrorPrefix(err, p) {
-			return true
-		}
-	}
-	return false
+	return markRefused
 }
 
 func (l *Ledger) dayHour(t time.Time) (string, string) {
