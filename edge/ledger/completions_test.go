@@ -47,7 +47,7 @@ func TestCompletions(t *testing.T) {
 	}
 }
 
-func TestCompletionsRetry(t *testing.T) {
+func TestCompletionsFailed(t *testing.T) {
 	marks := func(prefix string, n int) []completion {
 		cs := make([]completion, n)
 		for i := range cs {
@@ -57,43 +57,43 @@ func TestCompletionsRetry(t *testing.T) {
 	}
 	tests := []struct {
 		name        string
-		queued      int // added, then taken by a run that failed on the link
-		retried     int
-		wait        time.Duration
+		added       int // new marks
+		failed      int
+		wait        time.Duration // before a run takes them
 		wantDropped int
-		wantFlushed int    // sent on their own within wait
-		wantFirst   string // key of the first mark the next run takes
-		wantTaken   int
+		wantFlushed int    // sent on their own meanwhile
+		wantTaken   int    // by the run
+		wantFirst   string // the first of those
+		wantLeft    int    // for the run after it
 	}{
-		{"a failed mark waits for the next run, ahead of newer ones", 2, 3, 10 * completeDelay, 0, 0, "r00000", 5},
-		{"not every completeDelay while no run comes", 0, 3, 10 * completeDelay, 0, 0, "r00000", 3},
-		{"after retryDelay they go on their own", 0, 3, retryDelay + 300*time.Millisecond, 0, 3, "", 0},
-		{"beyond retryMax the oldest go", 0, retryMax + 10, 0, 10, 0, "r00010", retryMax},
+		{"failed marks ride in the next run, after the new ones", 2, 3, 0, 0, 0, 5, "n00000", 0},
+		{"not every completeDelay while no run comes", 0, 3, 10 * completeDelay, 0, 0, 3, "r00000", 0},
+		{"after retryDelay they go on their own", 0, 3, retryDelay + 300*time.Millisecond, 0, 3, 0, "", 0},
+		{"a run carries completeMax at most", 0, completeMax + 44, 0, 0, 0, completeMax, "r00000", 44},
+		{"beyond retryMax the oldest go", 0, retryMax + 10, 0, 10, 0, completeMax, "r00010", completeMax},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var mu sync.Mutex
 			flushed := 0
 			c := &completions{flush: func(cs []completion) { mu.Lock(); flushed += len(cs); mu.Unlock() }}
-			for _, m := range marks("n", tt.queued) {
+			for _, m := range marks("n", tt.added) {
 				c.add(m.term, m.key)
 			}
-			if tt.queued > 0 {
-				c.retry(c.take())
-			}
-			dropped := c.retry(marks("r", tt.retried))
+			dropped := c.failed(marks("r", tt.failed))
 			time.Sleep(tt.wait)
 			mu.Lock()
 			f := flushed
 			mu.Unlock()
 			taken := c.take()
+			left := len(c.take())
 			first := ""
 			if len(taken) > 0 {
 				first = taken[0].key
 			}
-			if dropped != tt.wantDropped || f != tt.wantFlushed || len(taken) != tt.wantTaken || first != tt.wantFirst {
-				t.Errorf("dropped %d, flushed %d, taken %d starting %q; want %d, %d, %d starting %q",
-					dropped, f, len(taken), first, tt.wantDropped, tt.wantFlushed, tt.wantTaken, tt.wantFirst)
+			if dropped != tt.wantDropped || f != tt.wantFlushed || len(taken) != tt.wantTaken || first != tt.wantFirst || left != tt.wantLeft {
+				t.Errorf("dropped %d, flushed %d, taken %d starting %q, then %d; want %d, %d, %d starting %q, then %d",
+					dropped, f, len(taken), first, left, tt.wantDropped, tt.wantFlushed, tt.wantTaken, tt.wantFirst, tt.wantLeft)
 			}
 		})
 	}

@@ -569,7 +569,7 @@ func (l *Ledger) completeAll(cs []completion) {
 		}
 	}
 	if len(failed) > 0 {
-		dropped := l.comps.retry(failed)
+		dropped := l.comps.failed(failed)
 		l.log.Debug("mark idempotency records completed: kept for the next pipeline", "marks", len(failed), "err", lastErr)
 		if dropped > 0 {
 			l.log.Warn("idempotency records left PROCESSING in Redis: too many marks waiting (their sales are journaled; a retry on the store's other daemon may journal one there too)",
