@@ -110,7 +110,7 @@ func TestMarkFate(t *testing.T) {
 	tests := []struct {
 		name string
 		err  error
-		want int
+		want markOutcome
 	}{
 		{"marked", nil, markDone},
 		{"no answer value", redis.Nil, markDone},

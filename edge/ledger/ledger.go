@@ -541,8 +541,8 @@ func (l *Ledger) complete(ctx context.Context, term, key string) {
 // tokens) in one pipeline. A record left PROCESSING is recovered from
 // the journal here, and a retry of its key is answered from it; but a
 // till's retry on the store's other daemon, 5 s on, would journal it
-// there too. So a mark that fails is queued again (completions.retry)
-// for the next pipeline rather than dropped.
+// there too. So a mark that fails on the link is kept (completions.failed)
+// for a later pipeline rather than dropped.
 func (l *Ledger) completeAll(cs []completion) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.cfg.RedisTimeout)
 	defer cancel()
@@ -578,9 +578,11 @@ func (l *Ledger) completeAll(cs []completion) {
 	}
 }
 
-// What becomes of a COMPLETED mark after its pipeline.
+// markOutcome is what becomes of a COMPLETED mark after its pipeline.
+type markOutcome int
+
 const (
-	markDone    = iota // marked, or the record is gone
+	markDone    markOutcome = iota // marked, or the record is gone
 	markDropped        // the client is closed: shutting down; the next start-up scan marks this node's journaled records
 	markRefused        // Redis refused it for good (a key of another type?): sent again inside the next sale's script, it would fail that sale too
 	markAgain          // the link failed (timed out, reset, Redis down) or Redis said "not now" (READONLY, LOADING, BUSY…): kept for the next pipeline
@@ -588,7 +590,7 @@ const (
 
 // markFate sorts the error of one mark, by the rule the rest of the
 // daemon uses for "Redis is out of reach" (redisdb.IsUnavailable).
-func markFate(err error) int {
+func markFate(err error) markOutcome {
 	switch {
 	case err == nil, errors.Is(err, redis.Nil):
 		return markDone
