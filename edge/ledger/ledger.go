@@ -583,9 +583,9 @@ type markOutcome int
 
 const (
 	markDone    markOutcome = iota // marked, or the record is gone
-	markDropped        // the client is closed: shutting down; the next start-up scan marks this node's journaled records
-	markRefused        // Redis refused it for good (a key of another type?): sent again inside the next sale's script, it would fail that sale too
-	markAgain          // the link failed (timed out, reset, Redis down) or Redis said "not now" (READONLY, LOADING, BUSY…): kept for the next pipeline
+	markDropped                    // the client is closed: shutting down; the next start-up scan marks this node's journaled records
+	markRefused                    // Redis refused it for good (a key of another type?): sent again inside the next sale's script, it would fail that sale too
+	markAgain                      // the link failed (timed out, reset, Redis down) or Redis said "not now" (READONLY, LOADING, BUSY…): kept for the next pipeline
 )
 
 // markFate sorts the error of one mark, by the rule the rest of the
