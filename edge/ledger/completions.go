@@ -106,24 +106,16 @@ func (c *completions) stopTimer() {
 	}
 }
 
-func (c *completions) fire() {
-	c.mu.Lock()
-	q := c.queue
-	c.queue = nil
-	c.timer = nil
-	c.mu.Unlock()
-	if len(q) > 0 {
-		c.flush(q)
-	}
-}
+func (c *completions) fire()      { c.send(&c.queue, &c.timer) }
+func (c *completions) fireAgain() { c.send(&c.again, &c.retry) }
 
-func (c *completions) fireAgain() {
+// send flushes the marks of *q, whose timer *t has fired.
+func (c *completions) send(q *[]completion, t **time.Timer) {
 	c.mu.Lock()
-	q := c.again
-	c.again = nil
-	c.retry = nil
+	cs := *q
+	*q, *t = nil, nil
 	c.mu.Unlock()
-	if len(q) > 0 {
-		c.flush(q)
+	if len(cs) > 0 {
+		c.flush(cs)
 	}
 }
