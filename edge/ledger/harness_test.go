@@ -177,14 +177,21 @@ func (e *env) waitCompleted(termKeys ...string) {
 	e.t.Helper()
 	testenv.WaitFor(e.t, 5*time.Second, "idempotency records COMPLETED", func() bool {
 		for _, tk := range termKeys {
-			names, err := e.rdb.Keys(e.ctx, "*idem:"+tk).Result()
-			if err != nil || len(names) != 1 {
-				return false
-			}
-			if st, _ := e.rdb.HGet(e.ctx, names[0], "state").Result(); st != "COMPLETED" {
+			if e.recordState(e.rdb, tk) != "COMPLETED" {
 				return false
 			}
 		}
 		return true
 	})
+}
+
+// recordState is the state of the idempotency record of "terminal:key"
+// as c reads it; "" when there is not exactly one such record.
+func (e *env) recordState(c *redis.Client, termKey string) string {
+	names, err := c.Keys(e.ctx, "*idem:"+termKey).Result()
+	if err != nil || len(names) != 1 {
+		return ""
+	}
+	st, _ := c.HGet(e.ctx, names[0], "state").Result()
+	return st
 }

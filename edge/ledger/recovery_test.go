@@ -491,18 +491,7 @@ func TestCompletionMarkLostOnTheLinkGoesWithTheNextSale(t *testing.T) {
 	e := newProxiedEnv(t, journal.Options{})
 	e.putItem("A", 150, 100)
 	direct := e.redis.NodeClient(0)
-	state := func(key string) string {
-		t.Helper()
-		names, err := direct.Keys(e.ctx, "*idem:T01:"+key).Result()
-		if err != nil || len(names) != 1 {
-			t.Fatalf("record of %s: %v %v", key, names, err)
-		}
-		st, err := direct.HGet(e.ctx, names[0], "state").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st
-	}
+	state := func(key string) string { return e.recordState(direct, "T01:"+key) }
 	var key string
 	for try := 0; ; try++ {
 		key = fmt.Sprintf("k%d", try)
